@@ -1,0 +1,55 @@
+# 《Transformer 的数学》 — build and test.
+#   make book          build the website into _build/html (executes notebooks, warnings are errors)
+#   make test          library tests, nbval over every notebook, lint, strict build, browser checks
+#   make lab           open the notebooks in JupyterLab
+#   make clean         remove build outputs (keeps .venv)
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.requirements.stamp
+TEST_STAMP := $(VENV)/.requirements-crosscheck.stamp
+LIB_SOURCES := $(shell find lib/tmath -name '*.py' 2>/dev/null)
+JB_FLAGS := -W -n --keep-going
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+export MPLBACKEND := Agg
+
+.PHONY: book test lab clean browser
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade "pip==26.3"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(TEST_STAMP): requirements-crosscheck.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-crosscheck.txt
+	@touch $@
+
+# Notebook outputs cached by jupyter-cache do not notice library edits: drop the cache when lib/ changes.
+_build/.lib.stamp: $(LIB_SOURCES)
+	@rm -rf _build/.jupyter_cache
+	@mkdir -p _build && touch $@
+
+book: $(STAMP) _build/.lib.stamp
+	$(BIN)/jupyter-book build . $(JB_FLAGS)
+	@echo "Open _build/html/index.html in a browser."
+
+# Debian's Chromium for the browser tests (installed only where missing; needs root or sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
+
+test: $(TEST_STAMP) browser
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab book/
+
+clean:
+	rm -rf _build
