@@ -7,3 +7,94 @@ from tmath.sources import SOURCES, Source, source
 
 __all__ = ["SOURCES", "Source", "source"]
 __version__ = "0.1.0"
+
+# --- section: ledger (config, presets, params, flops, kvcache) -------------
+# (owned by the ledger work; add imports and __all__ entries here)
+from tmath.config import SUPPORTED_MODEL_TYPES, ModelConfig  # noqa: E402
+from tmath.flops import (  # noqa: E402
+    FlopCount,
+    attention_crossover,
+    attention_matmul_ratio,
+    einsum_dims,
+    einsum_flops,
+    forward_flops,
+    six_n_t,
+    six_n_t_error,
+    training_flops,
+)
+from tmath.kvcache import (  # noqa: E402
+    DTYPE_BYTES,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    max_sequences,
+)
+from tmath.params import ParamCount, count_params, mtp_params  # noqa: E402
+from tmath.presets import GPT3_TABLE_2_1, preset, presets  # noqa: E402
+
+__all__ += [
+    "SUPPORTED_MODEL_TYPES", "ModelConfig", "FlopCount", "attention_crossover",
+    "attention_matmul_ratio", "einsum_dims", "einsum_flops", "forward_flops", "six_n_t",
+    "six_n_t_error", "training_flops", "DTYPE_BYTES", "kv_cache_bytes",
+    "kv_cache_bytes_per_token", "max_sequences", "ParamCount", "count_params", "mtp_params",
+    "GPT3_TABLE_2_1", "preset", "presets",
+]
+
+# --- section: memory, serving, energy ----------------------------------------
+# (owned by the memory/serving/energy work; add imports and __all__ entries here)
+from tmath import energy, hardware, memory, serving, sweep  # noqa: E402
+from tmath.energy import EnergyChain, energy_chain  # noqa: E402
+from tmath.hardware import HARDWARE, Hardware, hardware_names  # noqa: E402
+from tmath.hardware import hardware as get_hardware  # noqa: E402
+from tmath.memory import (  # noqa: E402
+    activation_bytes_per_layer,
+    activation_bytes_seed_heuristic,
+    activation_memory,
+    checkpoint_flops,
+    training_bytes_per_param,
+    zero_bytes_per_param,
+)
+from tmath.serving import (  # noqa: E402
+    concurrency,
+    critical_batch,
+    decode_bound,
+    decode_time_lower_bound,
+    max_concurrent_sequences,
+)
+from tmath.sweep import flops_vs_seq_len  # noqa: E402
+
+__all__ += [
+    "energy", "hardware", "memory", "serving", "sweep",
+    "EnergyChain", "energy_chain", "HARDWARE", "Hardware", "hardware_names", "get_hardware",
+    "activation_bytes_per_layer", "activation_bytes_seed_heuristic", "activation_memory",
+    "checkpoint_flops", "training_bytes_per_param", "zero_bytes_per_param",
+    "concurrency", "critical_batch", "decode_bound", "decode_time_lower_bound",
+    "max_concurrent_sequences", "flops_vs_seq_len",
+]
+
+# --- section: attention, symbolic, plots -------------------------------------
+# (owned by the attention / book work; add imports and __all__ entries here)
+from tmath.attention import (  # noqa: E402
+    AttentionResult,
+    attention_hbm_bytes,
+    attention_memory_bytes,
+    causal_mask,
+    flash_attention,
+    flash_attention_backward,
+    merge_attention_states,
+    naive_attention,
+    naive_attention_backward,
+    peak_memory_and_time,
+)
+
+__all__ += [
+    "AttentionResult",
+    "attention_hbm_bytes",
+    "attention_memory_bytes",
+    "causal_mask",
+    "flash_attention",
+    "flash_attention_backward",
+    "merge_attention_states",
+    "naive_attention",
+    "naive_attention_backward",
+    "peak_memory_and_time",
+]

@@ -142,10 +142,12 @@ register(
     "patterson2021carbon",
     "Carbon Emissions and Large Neural Network Training (Patterson et al., 2021), Table 4",
     "https://arxiv.org/abs/2104.10350",
-    "GPT-3: 1,287 MWh and 552 tCO2e (net). Same table: V100 GPUs, 10,000 "
-    "processors, 14.8 days, 330 W average per processor, PUE 1.10, 0.429 "
-    "kgCO2e/kWh, 3.14e23 FLOPs (these five were read from the table as recalled; "
-    "they reproduce the 1,287 MWh and 552 t to 0.2%).",
+    "GPT-3 column of Table 4 (verified against the paper's text): Microsoft "
+    "datacenter, gross and net 0.429 kgCO2e/kWh, PUE 1.10, V100 (TDP 300 W), "
+    "measured system average power 330 W per accelerator, measured performance "
+    "24.6 TFLOP/s (footnote 12: V100 peak 125), 10,000 chips, 14.8 days, 3.14e23 "
+    "FLOPs, 1,287 MWh, 552.1 tCO2e gross and net. Appendix A: OpenAI supplied the "
+    "PUE, the 330 W and the 24.6 TFLOP/s; 14.8 days = 3.14e23 / (10,000 x 24.6e12).",
 )
 register(
     "li2023thirsty",
@@ -168,4 +170,131 @@ register(
     "https://arxiv.org/abs/2310.01889",
     "Sequence split across devices; K/V blocks passed around a ring and merged "
     "with the online-softmax statistics.",
+)
+
+# --- ledger presets (config.json files of the official checkpoints) ----------
+register(
+    "meta2024llama3_8b",
+    "Meta Llama 3 8B: config.json of the official checkpoint",
+    "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
+    "hidden 4096, FFN 14336, 32 layers, 32 heads, 8 KV heads, vocab 128256, context 8192",
+)
+register(
+    "meta2024llama3_70b",
+    "Meta Llama 3 70B: config.json of the official checkpoint",
+    "https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
+    "hidden 8192, FFN 28672, 80 layers, 64 heads, 8 KV heads, vocab 128256, context 8192",
+)
+register(
+    "meta2024llama31_405b",
+    "Meta Llama 3.1 405B: config.json of the official checkpoint",
+    "https://huggingface.co/meta-llama/Llama-3.1-405B/blob/main/config.json",
+    "hidden 16384, FFN 53248, 126 layers, 128 heads, 8 KV heads, vocab 128256, context 131072",
+)
+register(
+    "mistral2023mistral7b",
+    "Mistral 7B v0.1: config.json of the official checkpoint",
+    "https://huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json",
+    "hidden 4096, FFN 14336, 32 layers, 32 heads, 8 KV heads, vocab 32000, context 32768",
+)
+register(
+    "mistral2024mixtral",
+    "Mixtral 8x7B v0.1: config.json of the official checkpoint (Jiang et al. 2024, "
+    "Mixtral of Experts, arXiv:2401.04088)",
+    "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json",
+    "hidden 4096, expert FFN 14336, 32 layers, 32 heads, 8 KV heads, vocab 32000, "
+    "8 experts, 2 per token, context 32768",
+)
+register(
+    "qwen2024qwen2_7b",
+    "Qwen2-7B-Instruct: config.json of the official checkpoint (Qwen2 Technical Report, "
+    "arXiv:2407.10671)",
+    "https://huggingface.co/Qwen/Qwen2-7B-Instruct/blob/main/config.json",
+    "hidden 3584, FFN 18944, 28 layers, 28 heads, 4 KV heads, vocab 152064, context 32768",
+)
+register(
+    "deepseek2024v3",
+    "DeepSeek-V3: config.json of the official checkpoint and the DeepSeek-V3 Technical "
+    "Report (arXiv:2412.19437)",
+    "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json",
+    "hidden 7168, dense FFN 18432, 61 layers (first 3 dense), 128 heads, MLA q_lora_rank "
+    "1536, kv_lora_rank 512, rope 64, nope 128, v 128, 256 routed + 1 shared experts of "
+    "width 2048, 8 per token, vocab 129280, 1 MTP module; report: 671B total, 37B active",
+)
+
+# --- energy chapter (book/energy/energy) --------------------------------------
+register(
+    "meta2024llama31_modelcard",
+    "Meta Llama 3.1 model card (llama-models repository, models/llama3_1/MODEL_CARD.md), "
+    "Hardware and Software: Training Energy Use and Greenhouse Gas Emissions",
+    "https://github.com/meta-llama/llama-models/blob/main/models/llama3_1/MODEL_CARD.md",
+    "H100-80GB, TDP 700 W. Training time (GPU hours) / location-based tCO2eq: "
+    "8B 1.46M / 420; 70B 7.0M / 2,040; 405B 30.84M / 8,930; total 39.3M / 11,390; "
+    "market-based 0. Pretraining data ~15T tokens.",
+)
+register(
+    "fina2009facilities",
+    "FINA Facilities Rules 2009-2013, FR 3: swimming pools for Olympic Games and "
+    "World Championships",
+    "https://www.fina.org/ (FINA Handbook, Facilities Rules FR 3.1-3.7)",
+    "Length 50.0 m, width 25.0 m, depth 2 m minimum (3 m recommended): at least "
+    "2,500 m3 of water.",
+)
+register(
+    "deepseek2024v3report",
+    "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv:2412.19437), Table 1: training "
+    "costs of DeepSeek-V3",
+    "https://arxiv.org/abs/2412.19437",
+    "H800 GPU hours: pre-training 2,664K, context extension 119K, post-training 5K, "
+    "total 2,788K ($5.576M at $2 per GPU hour); 180K H800 GPU hours per trillion "
+    "tokens (3.7 days on 2,048 H800 GPUs); 14.8T pre-training tokens.",
+)
+
+# --- MoE / memory / cheat-sheet chapters (book/ledger/moe-deepseek, memory, cheatsheet) ---
+register(
+    "deepseek2024v3weights",
+    "DeepSeek-V3 Weight File Documentation (README_WEIGHTS.md of the deepseek-ai/DeepSeek-V3 "
+    "repository and Hugging Face checkpoint)",
+    "https://github.com/deepseek-ai/DeepSeek-V3/blob/main/README_WEIGHTS.md",
+    "Main model: 671B total parameters, 36.6B activation parameters (including 0.9B for the "
+    "output head). MTP module: 11.5B unique parameters, excluding the shared 0.9B embedding "
+    "and 0.9B output head. The Hugging Face model card: total size 685B = 671B main model "
+    "+ 14B MTP module.",
+)
+register(
+    "deepseek2024v2",
+    "DeepSeek-AI, DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts "
+    "Language Model (arXiv:2405.04434), Section 2.1 and Table 1",
+    "https://arxiv.org/abs/2405.04434",
+    "Table 1: KV cache per token MHA 2 n_h d_h l, GQA 2 n_g d_h l, MQA 2 d_h l, MLA "
+    "(d_c + d_h^R) l ~ 9/2 d_h l, 'equal to GQA with only 2.25 groups'.",
+)
+register(
+    "mistral2023mixtralblog",
+    "Mistral AI, 'Mixtral of experts' (announcement, 11 December 2023)",
+    "https://mistral.ai/news/mixtral-of-experts/",
+    "'Mixtral has 46.7B total parameters but only uses 12.9B parameters per token.' "
+    "The paper (arXiv:2401.04088) rounds these to 47B and 13B.",
+)
+register(
+    "austin2025scalingbook",
+    "Austin et al., How to Scale Your Model (the JAX scaling book), 'All about "
+    "Transformer math' and 'Sharded matrices' chapters",
+    "https://jax-ml.github.io/scaling-book/",
+    "Ring cost model with V bytes and link bandwidth W: all-gather V/W, all-reduce 2V/W, "
+    "all-to-all on a bidirectional ring about V/(4W); the seed document summarises this chapter.",
+)
+
+# --- Part I (GPT-3 one token at a time) ------------------------------------------
+register(
+    "ba2016layernorm",
+    "Layer Normalization (Ba, Kiros, Hinton, 2016)",
+    "https://arxiv.org/abs/1607.06450",
+    "LayerNorm: normalise over the hidden units of one example, then a learned gain and bias.",
+)
+register(
+    "hendrycks2016gelu",
+    "Gaussian Error Linear Units (GELUs) (Hendrycks, Gimpel, 2016)",
+    "https://arxiv.org/abs/1606.08415",
+    "GELU(x) = x Phi(x); tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).",
 )

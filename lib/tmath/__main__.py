@@ -1,0 +1,7 @@
+"""``python -m tmath``: see :mod:`tmath.cli`."""
+
+import sys
+
+from tmath.cli import main
+
+sys.exit(main())

@@ -1,0 +1,255 @@
+"""Exact FLOP counts of one forward / forward+backward pass, and the einsum rule.
+
+Conventions (the same as ``torch.utils.flop_counter.FlopCounterMode``):
+
+* Only matmul-family ops count: a product of an ``m×k`` by a ``k×n`` matrix is
+  ``2·m·k·n`` FLOPs (one multiply and one add per term); biases, norms,
+  softmax, activations, residual adds, and embedding lookups are free.
+* The LM head is counted for every position (``2·B·T·D·V``).
+* Attention is the "eager" implementation: ``Q·Kᵀ`` and ``P·V`` as full
+  ``T×T`` batched matmuls over all ``N`` query heads (GQA/MLA keys and values
+  are expanded to ``N`` heads first). ``causal=True`` instead counts only the
+  lower triangle, diagonal included: ``T(T+1)/2`` of the ``T²`` score entries
+  (what a causal kernel that skips masked blocks could save at best).
+* Backward = 2 × forward for every matmul: for ``Y = X·W`` both ``dX = dY·Wᵀ``
+  and ``dW = Xᵀ·dY`` are computed. That includes the first layer's input
+  gradient, because the token embedding is trainable, so the embedding output
+  requires grad; its own gradient (a scatter-add) is free. Training = 3 × forward.
+* ``rope``: transformers builds the rotary cos/sin table each forward with one
+  small matmul of inverse frequencies by positions, ``2·(rope_dim/2)·T`` FLOPs
+  (independent of the batch: default ``position_ids`` have batch 1). It needs
+  no gradient, so it is counted once in training. It is 0 with learned positions.
+
+Breakdown keys: ``attention_proj`` (Q/K/V/O, or MLA's projections),
+``attention_scores`` (Q·Kᵀ), ``attention_values`` (P·V), ``mlp`` (dense
+layers), ``routed_experts`` (k experts per token), ``shared_experts``,
+``router``, ``lm_head``, ``rope``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from math import prod
+
+from tmath.config import ModelConfig
+from tmath.params import count_params
+
+FLOP_KEYS: tuple[str, ...] = (
+    "attention_proj",
+    "attention_scores",
+    "attention_values",
+    "mlp",
+    "routed_experts",
+    "shared_experts",
+    "router",
+    "lm_head",
+    "rope",
+)
+ATTENTION_DOT_KEYS = ("attention_scores", "attention_values")
+FFN_KEYS = ("mlp", "routed_experts", "shared_experts")
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    """FLOPs of one pass over ``batch`` sequences of ``seq_len`` tokens."""
+
+    total: int
+    breakdown: dict[str, int] = field(default_factory=dict)
+    seq_len: int = 0
+    batch: int = 0
+    causal: bool = False
+
+
+def _check_pos_int(name: str, v: object) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got {v!r}")
+    if v <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {v}")
+    return v
+
+
+def _score_entries(T: int, causal: bool) -> int:
+    return T * (T + 1) // 2 if causal else T * T
+
+
+def attention_proj_flops_per_token(cfg: ModelConfig) -> int:
+    """Forward FLOPs of one layer's attention projections for one token."""
+    D, N = cfg.hidden_size, cfg.num_heads
+    if cfg.is_mla:
+        qk = cfg.qk_head_dim
+        q = 2 * D * N * qk if cfg.q_lora_rank is None else 2 * cfg.q_lora_rank * (D + N * qk)
+        kv = 2 * D * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
+        kv += 2 * cfg.kv_lora_rank * N * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+        return q + kv + 2 * N * cfg.v_head_dim * D
+    H, K = cfg.head_dim, cfg.num_kv_heads
+    return 2 * D * (N + 2 * K) * H + 2 * N * H * D
+
+
+def _mlp_flops_per_token(cfg: ModelConfig, width: int) -> int:
+    return 2 * cfg.hidden_size * width * (2 if cfg.mlp == "gelu" else 3)
+
+
+def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False) -> FlopCount:
+    """Matmul FLOPs of one forward pass (see the module docstring for what counts)."""
+    if not isinstance(cfg, ModelConfig):
+        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+    T = _check_pos_int("seq_len", seq_len)
+    B = _check_pos_int("batch", batch)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    BT, N = B * T, cfg.num_heads
+    S = _score_entries(T, causal)
+    b = dict.fromkeys(FLOP_KEYS, 0)
+    L = cfg.num_layers
+    b["attention_proj"] = L * BT * attention_proj_flops_per_token(cfg)
+    b["attention_scores"] = L * 2 * B * N * S * cfg.qk_head_dim
+    b["attention_values"] = L * 2 * B * N * S * cfg.value_head_dim
+    b["mlp"] = cfg.num_dense_layers * BT * _mlp_flops_per_token(cfg, cfg.intermediate_size)
+    if cfg.is_moe:
+        Lm, Fm = cfg.num_moe_layers, cfg.moe_intermediate_size
+        b["routed_experts"] = Lm * BT * cfg.experts_per_token * _mlp_flops_per_token(cfg, Fm)
+        b["shared_experts"] = Lm * BT * _mlp_flops_per_token(cfg, cfg.n_shared_experts * Fm)
+        b["router"] = Lm * BT * 2 * cfg.hidden_size * cfg.n_routed_experts
+    b["lm_head"] = 2 * BT * cfg.hidden_size * cfg.vocab_size
+    b["rope"] = cfg.rope_dim * T
+    return FlopCount(sum(b.values()), b, T, B, causal)
+
+
+def training_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False) -> FlopCount:
+    """Matmul FLOPs of one forward + backward pass: 3 × forward, the rope table once."""
+    fwd = forward_flops(cfg, seq_len, batch, causal)
+    b = {k: (v if k == "rope" else 3 * v) for k, v in fwd.breakdown.items()}
+    return FlopCount(sum(b.values()), b, fwd.seq_len, fwd.batch, causal)
+
+
+def einsum_flops(spec: str, *shapes: tuple[int, ...]) -> int:
+    """FLOPs of a two-operand einsum by the einsum rule.
+
+    ``2 × (product of the sizes of all distinct indices)``: every index is
+    counted once, whether it is free (in one input and the output), batching
+    (in both inputs and the output) or contracting (in both inputs, not in the
+    output). E.g. ``einsum_flops("btd,df->btf", (B, T, D), (D, F)) == 2*B*T*D*F``.
+    The factor 2 is one multiply plus one add per term (FlopCounterMode's
+    convention, which it applies even when the contraction has length 1).
+    """
+    if not isinstance(spec, str) or "->" not in spec:
+        raise ValueError(f"spec must look like 'ij,jk->ik', got {spec!r}")
+    lhs, out = spec.replace(" ", "").split("->", 1)
+    terms = lhs.split(",")
+    if len(terms) != 2:
+        raise ValueError(f"spec {spec!r} must have exactly two operands, got {len(terms)}")
+    if len(shapes) != 2:
+        raise ValueError(f"einsum_flops needs 2 shapes for {spec!r}, got {len(shapes)}")
+    sizes: dict[str, int] = {}
+    for i, (term, shape) in enumerate(zip(terms, shapes, strict=True)):
+        if not term.isalpha() or len(set(term)) != len(term):
+            raise ValueError(
+                f"operand {i} subscripts {term!r} must be distinct letters (no '...', no repeats)"
+            )
+        shape = tuple(shape)
+        if len(term) != len(shape):
+            raise ValueError(
+                f"operand {i} has subscripts {term!r} ({len(term)} dims) but shape {shape} "
+                f"({len(shape)} dims); make them match"
+            )
+        for ch, n in zip(term, shape, strict=True):
+            if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+                raise ValueError(f"size of index {ch!r} must be a positive int, got {n!r}")
+            if sizes.setdefault(ch, n) != n:
+                raise ValueError(
+                    f"index {ch!r} has size {sizes[ch]} in one operand and {n} in another"
+                )
+    if not out.isalpha() and out != "" or len(set(out)) != len(out):
+        raise ValueError(f"output subscripts {out!r} must be distinct letters")
+    missing = set(out) - set(sizes)
+    if missing:
+        raise ValueError(f"output index/indices {''.join(sorted(missing))!r} appear in no input")
+    return 2 * prod(sizes.values())
+
+
+def einsum_dims(spec: str) -> dict[str, str]:
+    """Classify each index of a two-operand spec: 'batching', 'contracting' or 'free'."""
+    lhs, out = spec.replace(" ", "").split("->", 1)
+    a, b = lhs.split(",")
+    kinds = {}
+    for ch in dict.fromkeys(a + b):
+        both = ch in a and ch in b
+        kinds[ch] = ("batching" if ch in out else "contracting") if both else "free"
+    return kinds
+
+
+_N_CHOICES = ("active", "total", "non_embedding")
+
+
+def _n_for_6nt(cfg: ModelConfig, which: str) -> int:
+    if which not in _N_CHOICES:
+        raise ValueError(f"which={which!r}: use one of {', '.join(_N_CHOICES)}")
+    p = count_params(cfg)
+    if which == "total":
+        return p.total
+    if which == "active":
+        return p.active
+    return p.active - p.breakdown["embedding"] - p.breakdown["positions"]
+
+
+def six_n_t(cfg: ModelConfig, tokens: int, which: str = "active") -> int:
+    """The 6·N·tokens approximation of training FLOPs.
+
+    ``which`` picks N: ``"active"`` (default; per-token parameters, so for a MoE
+    only ``experts_per_token`` routed experts, the usual convention),
+    ``"total"``, or ``"non_embedding"`` (active minus the token and position
+    embeddings, which cost no matmul; Kaplan et al.'s N).
+    """
+    _check_pos_int("tokens", tokens)
+    return 6 * _n_for_6nt(cfg, which) * tokens
+
+
+def six_n_t_error(cfg: ModelConfig, seq_len: int, batch: int = 1, which: str = "active",
+                  causal: bool = False) -> float:
+    """Relative error (6·N·B·T − exact) / exact against :func:`training_flops`."""
+    exact = training_flops(cfg, seq_len, batch, causal).total
+    approx = six_n_t(cfg, seq_len * batch, which)
+    return (approx - exact) / exact
+
+
+def _linear_per_token(cfg: ModelConfig, against: str, include_lm_head: bool) -> int:
+    f = forward_flops(cfg, 1, 1).breakdown  # per-token linear terms (T = B = 1)
+    if against == "ffn":
+        return sum(f[k] for k in FFN_KEYS)
+    if against == "all":
+        keys = ("attention_proj", *FFN_KEYS, "router") + (("lm_head",) if include_lm_head else ())
+        return sum(f[k] for k in keys)
+    raise ValueError(f"against={against!r}: use 'all' (every other matmul) or 'ffn'")
+
+
+def attention_matmul_ratio(cfg: ModelConfig, seq_len: int, causal: bool = False,
+                           against: str = "all", include_lm_head: bool = False) -> float:
+    """FLOPs of the attention dot products (Q·Kᵀ and P·V) over the other matmuls.
+
+    ``against="all"``: every other matmul of the decoder layers (projections,
+    MLP/experts, router; the LM head too if ``include_lm_head``); ``"ffn"``: the
+    MLP/experts only. Independent of batch, and the same for training as for
+    the forward pass (everything is 3×). The rope table is left out.
+    """
+    f = forward_flops(cfg, seq_len, 1, causal).breakdown
+    attn = sum(f[k] for k in ATTENTION_DOT_KEYS)
+    return attn / (seq_len * _linear_per_token(cfg, against, include_lm_head))
+
+
+def attention_crossover(cfg: ModelConfig, against: str = "all", causal: bool = False,
+                        include_lm_head: bool = False) -> Fraction:
+    """Context length T* where attention dot-product FLOPs equal the other matmuls, exactly.
+
+    Per sequence, attention costs ``a·T²`` (``a·T(T+1)/2`` causal) with
+    ``a = 2·L·N·(H_qk + H_v)``, and the other matmuls ``b·T``. Full: ``T* = b/a``;
+    causal: ``T* = 2b/a − 1``. For T > T* attention dominates. With the seed's
+    assumptions (gated MLP with F = 4D, N = K, N·H = D, no LM head), per layer
+    ``b = 2·3·D·4D + 2·4·D² = 32D²`` and ``a = 2·N·2H = 4D``, so T* = 8D; with a
+    realistic gated F = 8D/3 (or a 2-matrix MLP with F = 4D), b = 24D² and T* = 6D.
+    """
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    b = _linear_per_token(cfg, against, include_lm_head)
+    a = 2 * cfg.num_layers * cfg.num_heads * (cfg.qk_head_dim + cfg.value_head_dim)
+    return Fraction(2 * b, a) - 1 if causal else Fraction(b, a)

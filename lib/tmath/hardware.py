@@ -1,0 +1,104 @@
+"""Accelerator table: peak dense FLOP/s, memory, bandwidth and power, with sources.
+
+Conventions (read before using a number):
+
+* ``dense_flops`` is the *dense* (no structured sparsity) tensor-core peak for
+  16-bit matmuls: bf16 where the chip supports it, fp16 on V100 (no bf16).
+  NVIDIA datasheets for A100/H100/H200 print the *sparse* figure with an
+  asterisk; the dense figure is half of it (e.g. H100 SXM: 1,979 sparse ->
+  989 dense TFLOP/s).
+* ``fp8_flops`` is the dense fp8 peak, ``None`` where the chip has no fp8.
+* ``hbm_bytes`` is the datasheet capacity in decimal bytes (``80 GB`` ->
+  ``80e9``), the way the datasheets and the source documents write it.
+* ``hbm_bandwidth`` is bytes/s, decimal (``3.35 TB/s`` -> ``3.35e12``).
+* ``tdp_watts`` is the board's maximum thermal design power (``None`` if the
+  vendor does not publish it).  Energy estimates that divide FLOPs by
+  FLOP/s-per-watt assume the chip draws exactly its TDP.
+* ``interconnect_bandwidth`` is the vendor's total (bidirectional) NVLink /
+  ICI figure in bytes/s, as printed.
+
+Every entry names a key of :mod:`tmath.sources`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Hardware", "HARDWARE", "hardware", "hardware_names"]
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One accelerator's datasheet numbers (units in the field names/docs)."""
+
+    name: str
+    dense_flops: float  # FLOP/s, dense 16-bit tensor (bf16; fp16 on V100)
+    fp8_flops: float | None  # FLOP/s, dense fp8 tensor; None if unsupported
+    hbm_bytes: float  # bytes (decimal, as on the datasheet)
+    hbm_bandwidth: float  # bytes/s
+    tdp_watts: float | None  # W, board maximum
+    interconnect_bandwidth: float | None  # bytes/s, total as printed
+    year: int  # first availability
+    precision: str  # which 16-bit format dense_flops refers to
+    source: str  # key in tmath.sources
+
+    @property
+    def flops_per_watt(self) -> float:
+        """Dense 16-bit FLOP/s per watt of TDP (= FLOP per joule)."""
+        if not self.tdp_watts:
+            raise ValueError(f"hardware {self.name!r} has no published TDP; pass flops_per_watt")
+        return self.dense_flops / self.tdp_watts
+
+    @property
+    def ridge_intensity(self) -> float:
+        """Roofline ridge point: dense FLOP/s over HBM bytes/s (FLOP per byte)."""
+        return self.dense_flops / self.hbm_bandwidth
+
+
+_TABLE = [
+    Hardware("V100", 125e12, None, 32e9, 900e9, 300.0, 300e9, 2017, "fp16", "nvidia-v100-datasheet"),
+    Hardware("A100", 312e12, None, 80e9, 2039e9, 400.0, 600e9, 2020, "bf16", "nvidia-a100-datasheet"),
+    Hardware("H100", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 900e9, 2022, "bf16", "nvidia-h100-datasheet"),
+    Hardware("H800", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
+    Hardware("H200", 989e12, 1979e12, 141e9, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
+    Hardware("TPUv5e", 197e12, None, 16e9, 819e9, None, 200e9, 2023, "bf16", "google-tpu-v5e"),
+]
+
+#: name -> :class:`Hardware`.  Names: V100 (SXM2 32GB), A100 (SXM 80GB),
+#: H100 (SXM 80GB), H800 (SXM), H200 (SXM 141GB), TPUv5e.
+HARDWARE: dict[str, Hardware] = {h.name: h for h in _TABLE}
+
+_ALIASES = {
+    "v100-sxm2": "V100",
+    "v100-sxm2-32gb": "V100",
+    "a100-sxm": "A100",
+    "a100-80gb": "A100",
+    "a100-sxm-80gb": "A100",
+    "h100-sxm": "H100",
+    "h100-sxm5": "H100",
+    "h100-80gb": "H100",
+    "h800-sxm": "H800",
+    "h200-sxm": "H200",
+    "tpu-v5e": "TPUv5e",
+    "v5e": "TPUv5e",
+}
+
+
+def hardware_names() -> list[str]:
+    """Names accepted by :func:`hardware` (aliases not listed)."""
+    return list(HARDWARE)
+
+
+def hardware(name: str | Hardware) -> Hardware:
+    """Look up an accelerator by name (case-insensitive; e.g. ``"h100"``, ``"A100-SXM"``)."""
+    if isinstance(name, Hardware):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"hardware name must be a str, got {type(name).__name__}")
+    key = name.strip().lower()
+    for hname in HARDWARE:
+        if hname.lower() == key:
+            return HARDWARE[hname]
+    if key in _ALIASES:
+        return HARDWARE[_ALIASES[key]]
+    raise ValueError(f"unknown hardware {name!r}; choose one of: {', '.join(HARDWARE)}")

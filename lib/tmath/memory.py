@@ -1,0 +1,335 @@
+"""Training memory: bytes per parameter, ZeRO sharding, activations, recomputation.
+
+Units: bytes (decimal prefixes when printed: 1 GB = 1e9 B, 1 TB = 1e12 B).
+
+Three pieces:
+
+* :func:`training_bytes_per_param` -- model + gradient + optimizer state per
+  parameter for common recipes, with the breakdown; :func:`zero_bytes_per_param`
+  shards it over a data-parallel group (ZeRO stages 0-3, Rajbhandari et al. 2020).
+* :func:`activation_bytes_per_layer` -- Korthikanti et al. 2022, Eqs. (1)-(4):
+  the bytes of activations one transformer layer keeps for the backward pass,
+  for no / selective / full recomputation, with tensor and sequence
+  parallelism.  Beside it :func:`activation_bytes_seed_heuristic`, the source
+  document's "about 20 tensors per layer" estimate.
+* :func:`recompute_flops` -- the FLOP cost of each recomputation strategy.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+__all__ = [
+    "RECIPES",
+    "RecipeBytes",
+    "training_bytes_per_param",
+    "zero_bytes_per_param",
+    "training_memory_bytes",
+    "activation_bytes_per_layer",
+    "activation_memory",
+    "activation_bytes_seed_heuristic",
+    "RecomputeFlops",
+    "recompute_flops",
+    "attention_core_forward_flops",
+    "checkpoint_flops",
+]
+
+# --- bytes per parameter ----------------------------------------------------
+
+#: recipe -> {component: bytes per parameter}.  Components are grouped into
+#: "weights", "grads" and optimizer state (everything else) for ZeRO.
+RECIPES: dict[str, dict[str, int]] = {
+    # bf16 weights and grads used in forward/backward; fp32 master copy and
+    # fp32 Adam moments in the optimizer (Micikevicius et al. 2018; ZeRO's K=12).
+    "mixed-adam": {"weights_bf16": 2, "grads_bf16": 2, "master_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4},
+    # Same, but gradients accumulated in fp32 (Megatron's main_grad), no bf16 grad copy.
+    "mixed-adam-fp32-grads": {
+        "weights_bf16": 2,
+        "grads_fp32": 4,
+        "master_fp32": 4,
+        "adam_m_fp32": 4,
+        "adam_v_fp32": 4,
+    },
+    # Everything in fp32: weights, grads, Adam m and v.  No separate master copy.
+    "fp32-adam": {"weights_fp32": 4, "grads_fp32": 4, "adam_m_fp32": 4, "adam_v_fp32": 4},
+    # Pure bf16 weights and grads (no fp32 master), fp32 Adam moments.
+    "bf16-adam": {"weights_bf16": 2, "grads_bf16": 2, "adam_m_fp32": 4, "adam_v_fp32": 4},
+    # Pure bf16 everything (weights, grads, both moments).
+    "bf16-adam-bf16-states": {"weights_bf16": 2, "grads_bf16": 2, "adam_m_bf16": 2, "adam_v_bf16": 2},
+    # Inference only: the bf16 weights.
+    "bf16-inference": {"weights_bf16": 2},
+}
+
+
+@dataclass(frozen=True)
+class RecipeBytes:
+    """Bytes per parameter of a training recipe, with its parts."""
+
+    recipe: str
+    total: float
+    breakdown: dict[str, float]
+
+    @property
+    def weights(self) -> float:
+        return sum(v for k, v in self.breakdown.items() if k.startswith("weights"))
+
+    @property
+    def grads(self) -> float:
+        return sum(v for k, v in self.breakdown.items() if k.startswith("grads"))
+
+    @property
+    def optimizer(self) -> float:
+        return self.total - self.weights - self.grads
+
+
+def training_bytes_per_param(recipe: str = "mixed-adam") -> RecipeBytes:
+    """Bytes each parameter costs for ``recipe`` (see :data:`RECIPES`).
+
+    >>> training_bytes_per_param("mixed-adam").total
+    16
+    """
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown recipe {recipe!r}; choose one of: {', '.join(RECIPES)}")
+    parts = dict(RECIPES[recipe])
+    return RecipeBytes(recipe, sum(parts.values()), parts)
+
+
+def _check_int(name: str, value: Any, minimum: int = 1) -> int:
+    """Validate an integer argument (bool and float rejected) and return it as int."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def zero_bytes_per_param(recipe: str = "mixed-adam", stage: int = 0, dp: int = 1) -> float:
+    """Bytes per parameter *per data-parallel rank* under ZeRO ``stage`` over ``dp`` ranks.
+
+    Stage 0: nothing sharded; 1: optimizer state (master copy, moments) / dp;
+    2: + gradients / dp; 3: + weights / dp (Rajbhandari et al. 2020, Fig. 1).
+    """
+    stage = _check_int("stage", stage, 0)
+    if stage > 3:
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage}")
+    dp = _check_int("dp", dp)
+    rb = training_bytes_per_param(recipe)
+    w, g, o = Fraction(rb.weights), Fraction(rb.grads), Fraction(rb.optimizer)
+    if stage >= 1:
+        o /= dp
+    if stage >= 2:
+        g /= dp
+    if stage >= 3:
+        w /= dp
+    return float(w + g + o)
+
+
+def training_memory_bytes(n_params: int, recipe: str = "mixed-adam", stage: int = 0, dp: int = 1) -> float:
+    """Bytes per rank for weights + grads + optimizer state of ``n_params`` parameters."""
+    n_params = _check_int("n_params", n_params, 0)
+    return n_params * zero_bytes_per_param(recipe, stage, dp)
+
+
+# --- activations --------------------------------------------------------------
+
+_RECOMPUTE = ("none", "selective", "full")
+
+
+def activation_bytes_per_layer(
+    seq_len: int,
+    batch: int,
+    hidden: int,
+    heads: int,
+    *,
+    recompute: str = "none",
+    tp: int = 1,
+    sequence_parallel: bool = False,
+) -> float:
+    """Activation bytes one transformer layer stores for backward (Korthikanti et al. 2022).
+
+    With s = ``seq_len``, b = ``batch``, h = ``hidden``, a = ``heads``, t = ``tp``
+    (16-bit activations, 1-byte dropout masks, GPT layer with a 4h two-matrix MLP,
+    attention scores materialised; per GPU):
+
+    ============  ==========================  ===========================
+    recompute     tensor parallel only        tensor + sequence parallel
+    ============  ==========================  ===========================
+    ``none``      sbh(10 + 24/t + 5as/(ht))   (sbh/t)(34 + 5as/h)
+    ``selective`` sbh(10 + 24/t)              34 sbh / t
+    ``full``      2 sbh                       2 sbh / t
+    ============  ==========================  ===========================
+
+    With t = 1 the first row is the paper's Eq. (1), sbh(34 + 5as/h).  The
+    5as/h term is the s x s attention scores, softmax output and its dropout
+    mask; "selective" recomputes exactly those.  "full" keeps only the layer
+    input (2sbh bytes); sharding it over t with sequence parallelism follows
+    the paper's Sec. 4.2.3 remark.  Other architectures (gated MLP, GQA) change
+    the constants: treat the formula as the paper's GPT case.
+    """
+    s = _check_int("seq_len", seq_len)
+    b = _check_int("batch", batch)
+    h = _check_int("hidden", hidden)
+    a = _check_int("heads", heads)
+    t = _check_int("tp", tp)
+    if recompute not in _RECOMPUTE:
+        raise ValueError(f"recompute must be one of {_RECOMPUTE}, got {recompute!r}")
+    sbh = Fraction(s * b * h)
+    scores = Fraction(5 * a * s, h)  # 5as/h
+    if recompute == "full":
+        out = 2 * sbh / (t if sequence_parallel else 1)
+    elif sequence_parallel:
+        out = sbh / t * (34 + (scores if recompute == "none" else 0))
+    else:
+        out = sbh * (10 + Fraction(24, t) + (scores / t if recompute == "none" else 0))
+    return float(out)
+
+
+def activation_memory(
+    cfg: Any,
+    seq_len: int,
+    batch: int = 1,
+    *,
+    recompute: str = "none",
+    tp: int = 1,
+    sequence_parallel: bool = False,
+) -> float:
+    """Korthikanti activation bytes for all ``cfg.num_layers`` layers (per GPU).
+
+    Uses ``cfg.hidden_size`` as h and ``cfg.num_heads`` as a; see
+    :func:`activation_bytes_per_layer` for the conventions and the GPT-layout caveat.
+    """
+    per_layer = activation_bytes_per_layer(
+        seq_len,
+        batch,
+        cfg.hidden_size,
+        cfg.num_heads,
+        recompute=recompute,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+    )
+    return per_layer * cfg.num_layers
+
+
+def activation_bytes_seed_heuristic(
+    tokens: float,
+    hidden: int,
+    layers: int,
+    tensors_per_layer: float = 20,
+    bytes_per_value: float = 2,
+) -> float:
+    """The source document's estimate: ``bytes_per_value x tensors_per_layer x tokens x D x L``.
+
+    This is the seed's heuristic ("about 20 intermediate tensors of size
+    tokens x D per layer, 2 bytes each"), not a published formula.  The seed
+    uses 7 tensors for "big matmuls only" and 1 for block rematerialisation.
+    """
+    for name, v in (
+        ("tokens", tokens),
+        ("hidden", hidden),
+        ("layers", layers),
+        ("tensors_per_layer", tensors_per_layer),
+        ("bytes_per_value", bytes_per_value),
+    ):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+    return bytes_per_value * tensors_per_layer * tokens * hidden * layers
+
+
+# --- FLOP cost of recomputation ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecomputeFlops:
+    """Training FLOPs of one step under a recomputation strategy.
+
+    ``base`` = forward + backward (backward = 2 x forward for matmuls), the
+    6 x params x tokens regime; ``extra`` = what the strategy recomputes;
+    ``total = base + extra``; ``ratio = total / base``.
+    """
+
+    strategy: str
+    base: float
+    extra: float
+
+    @property
+    def total(self) -> float:
+        return self.base + self.extra
+
+    @property
+    def ratio(self) -> float:
+        return self.total / self.base
+
+
+def recompute_flops(
+    training_flops: float,
+    forward_flops: float,
+    attention_core_forward: float,
+    strategy: str = "none",
+) -> RecomputeFlops:
+    """FLOPs of a training step with recomputation.
+
+    * ``none``: nothing recomputed, ``extra = 0`` (6 x params x tokens).
+    * ``full`` (block remat, keep only layer inputs): one more forward pass,
+      ``extra = forward_flops`` -> 8 x params x tokens when
+      training = 3 x forward.
+    * ``selective`` (Korthikanti): only the attention core is recomputed --
+      the two s x s matmuls Q K^T and P V (softmax/dropout are not matmuls and
+      count 0 here), ``extra = attention_core_forward``.
+    """
+    for name, v in (
+        ("training_flops", training_flops),
+        ("forward_flops", forward_flops),
+        ("attention_core_forward", attention_core_forward),
+    ):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise ValueError(f"{name} must be a non-negative number, got {v!r}")
+    if strategy == "none":
+        extra = 0
+    elif strategy == "full":
+        extra = forward_flops
+    elif strategy == "selective":
+        extra = attention_core_forward
+    else:
+        raise ValueError(f"strategy must be one of {_RECOMPUTE}, got {strategy!r}")
+    return RecomputeFlops(strategy, training_flops, extra)
+
+
+def attention_core_forward_flops(cfg: Any, seq_len: int, batch: int = 1, causal: bool = False) -> int:
+    """Forward FLOPs of Q K^T and P V over all layers (2 FLOPs per multiply-add).
+
+    Per layer: 2 b N s_pairs (d_qk + d_v), with s_pairs = s^2 (``causal=False``)
+    or s(s+1)/2 (the lower triangle including the diagonal).  d_qk = d_v = H,
+    except MLA (``cfg.kv_lora_rank > 0``): d_qk = qk_nope + qk_rope, d_v = v_head_dim.
+    """
+    s = _check_int("seq_len", seq_len)
+    b = _check_int("batch", batch)
+    if getattr(cfg, "kv_lora_rank", 0):
+        d_qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
+        d_v = cfg.v_head_dim
+    else:
+        d_qk = d_v = cfg.head_dim
+    pairs = s * s if not causal else s * (s + 1) // 2
+    return cfg.num_layers * 2 * b * cfg.num_heads * pairs * (d_qk + d_v)
+
+
+def checkpoint_flops(
+    cfg: Any, seq_len: int, batch: int = 1, strategy: str = "full", causal: bool = False
+) -> RecomputeFlops:
+    """:func:`recompute_flops` for a model config, using ``tmath.training_flops``.
+
+    Forward FLOPs are taken as training / 3 (each matmul's backward costs twice
+    its forward under the FlopCounterMode convention).
+    """
+    from tmath import training_flops  # lazy: provided by the flops module
+
+    train = training_flops(cfg, seq_len=seq_len, batch=batch, causal=causal).total
+    return recompute_flops(
+        train, train / 3, attention_core_forward_flops(cfg, seq_len, batch, causal), strategy
+    )

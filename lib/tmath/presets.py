@@ -1,0 +1,107 @@
+"""Named model configurations, each citing its source (a key of :mod:`tmath.sources`).
+
+GPT-3 (Brown et al. 2020, Table 2.1) uses the GPT-2 architecture: learned
+positions, LayerNorm with bias, biases everywhere, a 2-matrix GELU MLP with
+F = 4·D, context 2048, the GPT-2 vocabulary of 50257 tokens, tied embeddings.
+Two rows of the printed table are not self-consistent (n_heads·d_head ≠
+d_model); :data:`GPT3_TABLE_2_1` keeps the printed values and the presets
+resolve them as documented there.
+"""
+
+from __future__ import annotations
+
+from tmath.config import ModelConfig
+
+# Printed rows of GPT-3 Table 2.1: name -> (n_params as printed, n_layers, d_model, n_heads, d_head)
+GPT3_TABLE_2_1: dict[str, tuple[str, int, int, int, int]] = {
+    "gpt3-125m": ("125M", 12, 768, 12, 64),
+    "gpt3-350m": ("350M", 24, 1024, 16, 64),
+    "gpt3-760m": ("760M", 24, 1536, 16, 96),
+    "gpt3-1.3b": ("1.3B", 24, 2048, 24, 128),
+    "gpt3-2.7b": ("2.7B", 32, 2560, 32, 80),
+    "gpt3-6.7b": ("6.7B", 32, 4096, 32, 128),
+    "gpt3-13b": ("13.0B", 40, 5140, 40, 128),
+    "gpt3-175b": ("175.0B", 96, 12288, 96, 128),
+}
+# How the presets resolve the inconsistent rows (GPT-2 attention needs n_heads·d_head = d_model):
+#   gpt3-1.3b: 24 heads × 128 = 3072 ≠ 2048; keep d_model = 2048 and d_head = 128 → 16 heads.
+#   gpt3-13b:  40 heads × 128 = 5120 ≠ 5140; keep n_heads = 40 and d_head = 128 → d_model = 5120.
+GPT3_RESOLVED: dict[str, tuple[int, int, int]] = {  # name -> (n_layers, d_model, n_heads)
+    "gpt3-125m": (12, 768, 12),
+    "gpt3-350m": (24, 1024, 16),
+    "gpt3-760m": (24, 1536, 16),
+    "gpt3-1.3b": (24, 2048, 16),
+    "gpt3-2.7b": (32, 2560, 32),
+    "gpt3-6.7b": (32, 4096, 32),
+    "gpt3-13b": (40, 5120, 40),
+    "gpt3-175b": (96, 12288, 96),
+}
+GPT2_VOCAB = 50257  # GPT-2 BPE vocabulary, also GPT-3's (source: radford2019gpt2)
+
+
+def _gpt2_arch(name: str, L: int, D: int, N: int, ctx: int, source: str) -> ModelConfig:
+    return ModelConfig(
+        name=name, model_type="gpt2", hidden_size=D, intermediate_size=4 * D, num_layers=L,
+        num_heads=N, num_kv_heads=N, vocab_size=GPT2_VOCAB, max_position=ctx, mlp="gelu",
+        norm="layernorm", qkv_bias=True, out_bias=True, mlp_bias=True, tie_embeddings=True,
+        learned_positions=True, source=source,
+    )
+
+
+def _llama(name: str, D: int, F: int, L: int, N: int, K: int, V: int, ctx: int,
+           source: str, model_type: str = "llama", **kw: object) -> ModelConfig:
+    return ModelConfig(
+        name=name, model_type=model_type, hidden_size=D, intermediate_size=F, num_layers=L,
+        num_heads=N, num_kv_heads=K, vocab_size=V, max_position=ctx, mlp="gated",
+        norm="rmsnorm", qkv_bias=model_type == "qwen2", out_bias=False, mlp_bias=False,
+        tie_embeddings=False, learned_positions=False, source=source, **kw,  # type: ignore[arg-type]
+    )
+
+
+def _build() -> dict[str, ModelConfig]:
+    p: dict[str, ModelConfig] = {}
+    for name, (L, D, N) in GPT3_RESOLVED.items():
+        p[name] = _gpt2_arch(name, L, D, N, 2048, "brown2020gpt3")
+    # Hugging Face configs of the GPT-2 checkpoints (n_positions 1024).
+    for name, L, D, N in (("gpt2", 12, 768, 12), ("gpt2-medium", 24, 1024, 16),
+                          ("gpt2-large", 36, 1280, 20), ("gpt2-xl", 48, 1600, 25)):
+        p[name] = _gpt2_arch(name, L, D, N, 1024, "radford2019gpt2")
+    p["llama3-8b"] = _llama("llama3-8b", 4096, 14336, 32, 32, 8, 128256, 8192, "meta2024llama3_8b")
+    p["llama3-70b"] = _llama("llama3-70b", 8192, 28672, 80, 64, 8, 128256, 8192,
+                             "meta2024llama3_70b")
+    p["llama3.1-405b"] = _llama("llama3.1-405b", 16384, 53248, 126, 128, 8, 128256, 131072,
+                                "meta2024llama31_405b")
+    p["mistral-7b"] = _llama("mistral-7b", 4096, 14336, 32, 32, 8, 32000, 32768,
+                             "mistral2023mistral7b", model_type="mistral")
+    p["qwen2-7b"] = _llama("qwen2-7b", 3584, 18944, 28, 28, 4, 152064, 32768,
+                           "qwen2024qwen2_7b", model_type="qwen2")
+    p["mixtral-8x7b"] = _llama("mixtral-8x7b", 4096, 14336, 32, 32, 8, 32000, 32768,
+                               "mistral2024mixtral", model_type="mixtral", n_routed_experts=8,
+                               experts_per_token=2, moe_intermediate_size=14336)
+    p["deepseek-v3"] = ModelConfig(
+        name="deepseek-v3", model_type="deepseek_v3", hidden_size=7168, intermediate_size=18432,
+        num_layers=61, num_heads=128, num_kv_heads=128, head_dim=192, vocab_size=129280,
+        max_position=163840, mlp="gated", norm="rmsnorm", qkv_bias=False, out_bias=False,
+        mlp_bias=False, tie_embeddings=False, learned_positions=False,
+        n_routed_experts=256, n_shared_experts=1, experts_per_token=8, first_k_dense=3,
+        moe_intermediate_size=2048, router_bias=True, q_lora_rank=1536, kv_lora_rank=512,
+        qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, num_nextn_predict_layers=1,
+        source="deepseek2024v3",
+    )
+    return p
+
+
+_PRESETS = _build()
+
+
+def presets() -> list[str]:
+    """Names accepted by :func:`preset`."""
+    return list(_PRESETS)
+
+
+def preset(name: str) -> ModelConfig:
+    """A named configuration (see :func:`presets`); its ``source`` names the citation."""
+    try:
+        return _PRESETS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(_PRESETS)}") from None

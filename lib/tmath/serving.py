@@ -1,0 +1,358 @@
+"""Serving arithmetic: decode-step bound, concurrency, roofline, communication volume.
+
+Units: bytes, seconds, FLOPs (one multiply-add = 2 FLOPs).  The cores take
+plain numbers; the ``*_for`` wrappers take a ``tmath.ModelConfig`` and a
+hardware name and call ``count_params`` / ``kv_cache_bytes_per_token`` lazily.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from tmath.hardware import Hardware, hardware
+
+__all__ = [
+    "DTYPE_BYTES",
+    "dtype_bytes",
+    "decode_time_lower_bound",
+    "DecodeBound",
+    "decode_bound",
+    "max_concurrent_sequences",
+    "kv_bytes_per_token_per_gpu",
+    "Concurrency",
+    "concurrency",
+    "matmul_intensity",
+    "critical_batch",
+    "allreduce_bytes_per_rank",
+    "allgather_bytes_per_rank",
+    "alltoall_bytes_per_rank",
+    "tp_allreduce_bytes_per_layer",
+    "moe_alltoall_bytes_per_layer",
+]
+
+#: bytes per value of the storage formats used for weights and the KV cache.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4,
+    "float32": 4,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per value of ``dtype`` (fp32, bf16, fp16, fp8, int8, int4)."""
+    try:
+        return DTYPE_BYTES[str(dtype).lower()]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype {dtype!r}; choose one of: fp32, bf16, fp16, fp8, int8, int4"
+        ) from None
+
+
+def _pos(name: str, v: Any, allow_zero: bool = False) -> float:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or math.isnan(v)
+        or (v < 0 if allow_zero else v <= 0)
+    ):
+        raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} number, got {v!r}")
+    return v
+
+
+def _int(name: str, v: Any, minimum: int = 1) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an integer, got {v!r}")
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {v!r}") from None
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+# --- decode latency ---------------------------------------------------------
+
+
+def decode_time_lower_bound(
+    weight_bytes: float, bandwidth: float, *, kv_bytes: float = 0, tp: int = 1
+) -> float:
+    """Seconds per decode step if HBM bandwidth were the only limit.
+
+    Every step reads all weights once (shared by the whole batch) plus the KV
+    cache of every sequence in the batch; with tensor parallelism ``tp`` the
+    bytes are split evenly over ``tp`` GPUs reading in parallel:
+    ``(weight_bytes + kv_bytes) / (bandwidth x tp)``.  Compute, communication
+    and kernel overheads are ignored, so real steps are slower.
+    """
+    _pos("weight_bytes", weight_bytes, True)
+    _pos("bandwidth", bandwidth)
+    _pos("kv_bytes", kv_bytes, True)
+    tp = _int("tp", tp)
+    return (weight_bytes + kv_bytes) / (bandwidth * tp)
+
+
+@dataclass(frozen=True)
+class DecodeBound:
+    """Decode-step lower bound for a model on a GPU type (see :func:`decode_bound`)."""
+
+    gpu: str
+    tp: int
+    batch: int
+    context_len: int
+    weight_bytes: float
+    kv_bytes: float
+    bandwidth: float
+    seconds: float
+
+    @property
+    def tokens_per_s_per_seq(self) -> float:
+        """Upper bound on one sequence's decode speed (1 / step time)."""
+        return 1.0 / self.seconds
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Upper bound on the batch's decode throughput (batch / step time)."""
+        return self.batch / self.seconds
+
+
+def decode_bound(
+    cfg: Any,
+    gpu: str | Hardware = "H100",
+    *,
+    tp: int = 1,
+    batch: int = 1,
+    context_len: int = 0,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    moe_weights: str = "total",
+) -> DecodeBound:
+    """Decode-step lower bound for ``cfg``: weights from ``count_params`` x bytes,
+    KV from ``kv_cache_bytes_per_token`` x ``context_len`` x ``batch``.
+
+    ``moe_weights="total"`` reads every parameter (true once the batch touches
+    all experts); ``"active"`` reads only ``count_params(cfg).active`` (batch 1).
+    """
+    from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
+
+    hw = hardware(gpu)
+    p = count_params(cfg)
+    if moe_weights not in ("total", "active"):
+        raise ValueError(f"moe_weights must be 'total' or 'active', got {moe_weights!r}")
+    n = p.total if moe_weights == "total" else p.active
+    wb = n * dtype_bytes(weight_dtype)
+    batch = _int("batch", batch)
+    context_len = _int("context_len", context_len, 0)
+    kvb = kv_cache_bytes_per_token(cfg, dtype=kv_dtype) * context_len * batch
+    sec = decode_time_lower_bound(wb, hw.hbm_bandwidth, kv_bytes=kvb, tp=tp)
+    return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec)
+
+
+# --- concurrency -------------------------------------------------------------
+
+
+def max_concurrent_sequences(kv_budget_bytes: float, kv_bytes_per_token: float, context_len: int) -> int:
+    """How many sequences of ``context_len`` tokens fit a KV-cache budget.
+
+    ``floor(kv_budget_bytes / (kv_bytes_per_token x context_len))``; both bytes
+    must refer to the same scope (one GPU, or the whole TP group).  A negative
+    budget (weights do not fit) gives 0.
+    """
+    _pos("kv_bytes_per_token", kv_bytes_per_token)
+    context_len = _int("context_len", context_len)
+    if isinstance(kv_budget_bytes, bool) or not isinstance(kv_budget_bytes, (int, float)):
+        raise ValueError(f"kv_budget_bytes must be a number, got {kv_budget_bytes!r}")
+    if kv_budget_bytes <= 0:
+        return 0
+    return int(kv_budget_bytes // (kv_bytes_per_token * context_len))
+
+
+def kv_bytes_per_token_per_gpu(
+    kv_bytes_per_token: float, num_kv_heads: int, tp: int, mla: bool = False
+) -> float:
+    """KV bytes per token held by each of ``tp`` GPUs.
+
+    Tensor parallelism splits KV heads: each GPU holds ceil(K / tp) of the K
+    heads (heads are replicated when tp > K).  MLA's compressed latent is not
+    split by heads, so every GPU holds all of it.
+    """
+    _pos("kv_bytes_per_token", kv_bytes_per_token)
+    k = _int("num_kv_heads", num_kv_heads)
+    tp = _int("tp", tp)
+    if mla:
+        return kv_bytes_per_token
+    return kv_bytes_per_token * math.ceil(k / tp) / k
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """Concurrency on one TP group (see :func:`concurrency`)."""
+
+    gpu: str
+    tp: int
+    context_len: int
+    hbm_bytes_per_gpu: float
+    weight_bytes_per_gpu: float
+    overhead_bytes_per_gpu: float
+    kv_budget_bytes_per_gpu: float
+    kv_bytes_per_token_per_gpu: float
+    sequences: int
+
+
+def concurrency(
+    cfg: Any,
+    gpu: str | Hardware = "H100",
+    *,
+    tp: int = 8,
+    context_len: int = 4096,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    overhead_bytes_per_gpu: float = 5e9,
+    hbm_bytes_per_gpu: float | None = None,
+) -> Concurrency:
+    """Sequences of ``context_len`` that fit a TP group of ``tp`` GPUs.
+
+    Per GPU: budget = HBM - weights/tp - overhead; each GPU holds its share of
+    every sequence's KV cache (:func:`kv_bytes_per_token_per_gpu`), so the
+    group serves ``floor(budget / (kv_per_token_per_gpu x context_len))`` sequences.
+    """
+    from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
+
+    hw = hardware(gpu)
+    tp = _int("tp", tp)
+    hbm = hw.hbm_bytes if hbm_bytes_per_gpu is None else _pos("hbm_bytes_per_gpu", hbm_bytes_per_gpu)
+    _pos("overhead_bytes_per_gpu", overhead_bytes_per_gpu, True)
+    w = count_params(cfg).total * dtype_bytes(weight_dtype) / tp
+    budget = hbm - w - overhead_bytes_per_gpu
+    kv_tok = kv_bytes_per_token_per_gpu(
+        kv_cache_bytes_per_token(cfg, dtype=kv_dtype),
+        cfg.num_kv_heads,
+        tp,
+        bool(getattr(cfg, "kv_lora_rank", 0)),
+    )
+    n = max_concurrent_sequences(budget, kv_tok, context_len)
+    return Concurrency(hw.name, tp, context_len, hbm, w, overhead_bytes_per_gpu, budget, kv_tok, n)
+
+
+# --- roofline ---------------------------------------------------------------
+
+
+def matmul_intensity(
+    tokens: int,
+    d_in: int,
+    d_out: int,
+    *,
+    weight_bytes: float = 2,
+    act_bytes: float = 2,
+    experts: int = 1,
+    experts_per_token: int = 1,
+) -> float:
+    """Arithmetic intensity (FLOP per HBM byte) of a token-batch x weight matmul.
+
+    Dense: FLOPs 2 B d_in d_out; bytes = weights d_in d_out x ``weight_bytes`` +
+    activations in and out (B d_in + B d_out) x ``act_bytes``.  MoE layer with
+    E experts of this shape and top-k routing: FLOPs 2 k B d_in d_out, bytes =
+    E d_in d_out x ``weight_bytes`` (every expert read; uniform routing with
+    k B >= E) + activations k B (d_in + d_out) x ``act_bytes``.
+    Pass ``act_bytes=0`` for the weights-only approximation 2kB/(E x weight_bytes).
+    """
+    b = _int("tokens", tokens)
+    d_in, d_out = _int("d_in", d_in), _int("d_out", d_out)
+    e, k = _int("experts", experts), _int("experts_per_token", experts_per_token)
+    if k > e:
+        raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
+    _pos("weight_bytes", weight_bytes)
+    _pos("act_bytes", act_bytes, True)
+    flops = 2 * k * b * d_in * d_out
+    byts = e * d_in * d_out * weight_bytes + k * b * (d_in + d_out) * act_bytes
+    return flops / byts
+
+
+def critical_batch(
+    peak_flops: float,
+    bandwidth: float,
+    *,
+    weight_bytes: float = 2,
+    experts: int = 1,
+    experts_per_token: int = 1,
+) -> float:
+    """Tokens per batch above which a weight-bound matmul becomes compute-bound.
+
+    Weights-only roofline: intensity 2 k B / (E x weight_bytes) must exceed
+    the ridge peak_flops / bandwidth, so
+    ``B* = (peak_flops / bandwidth) x weight_bytes x E / (2 k)``.
+    Dense (E = k = 1) with bf16 weights: B* = ridge (H100: 989e12 / 3.35e12 = 295).
+    """
+    _pos("peak_flops", peak_flops)
+    _pos("bandwidth", bandwidth)
+    _pos("weight_bytes", weight_bytes)
+    e, k = _int("experts", experts), _int("experts_per_token", experts_per_token)
+    if k > e:
+        raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
+    return peak_flops / bandwidth * weight_bytes * e / (2 * k)
+
+
+# --- communication ------------------------------------------------------------
+
+
+def allreduce_bytes_per_rank(nbytes: float, world: int) -> float:
+    """Bytes each rank sends in a ring all-reduce of an ``nbytes`` array: 2 (W-1)/W x nbytes
+    (a reduce-scatter then an all-gather)."""
+    _pos("nbytes", nbytes, True)
+    w = _int("world", world)
+    return 2 * (w - 1) / w * nbytes
+
+
+def allgather_bytes_per_rank(nbytes: float, world: int) -> float:
+    """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full
+    ``nbytes`` array: (W-1)/W x nbytes."""
+    _pos("nbytes", nbytes, True)
+    w = _int("world", world)
+    return (w - 1) / w * nbytes
+
+
+def alltoall_bytes_per_rank(local_bytes: float, world: int) -> float:
+    """Bytes each rank sends in an all-to-all when it holds ``local_bytes`` spread
+    evenly over all destinations: (W-1)/W x local_bytes (its own share stays)."""
+    _pos("local_bytes", local_bytes, True)
+    w = _int("world", world)
+    return (w - 1) / w * local_bytes
+
+
+def tp_allreduce_bytes_per_layer(
+    tokens: int, hidden: int, tp: int, *, act_bytes: float = 2, training: bool = False
+) -> float:
+    """Bytes each rank sends per transformer layer for Megatron tensor parallelism.
+
+    ``tokens`` = tokens processed by the TP group (every rank sees all of them).
+    Forward: 2 all-reduces of the [tokens, hidden] activation (after attention
+    and after the MLP); training adds 2 more in backward.
+    """
+    n = 4 if training else 2
+    return n * allreduce_bytes_per_rank(_int("tokens", tokens) * _int("hidden", hidden) * act_bytes, tp)
+
+
+def moe_alltoall_bytes_per_layer(
+    tokens: int, hidden: int, ep: int, experts_per_token: int, *, act_bytes: float = 2, training: bool = False
+) -> float:
+    """Bytes each rank sends per MoE layer for expert parallelism over ``ep`` ranks.
+
+    ``tokens`` = tokens processed by the whole EP group, ``tokens/ep`` per rank.
+    Dispatch sends each local token's hidden vector to its k experts (uniform
+    routing: a fraction (ep-1)/ep leaves the rank); combine sends the k results
+    back.  Forward: 2 all-to-alls; training adds 2 more in backward.
+    """
+    tokens, ep = _int("tokens", tokens), _int("ep", ep)
+    k = _int("experts_per_token", experts_per_token)
+    n = 4 if training else 2
+    local = tokens / ep * k * _int("hidden", hidden) * act_bytes
+    return n * alltoall_bytes_per_rank(local, ep)

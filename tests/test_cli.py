@@ -1,0 +1,124 @@
+"""Tests of `python -m tmath` (subprocess) and of the NumPy sweep."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def run(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "tmath", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+TINY_LLAMA = {  # a config the library has never seen
+    "model_type": "llama",
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 100,
+    "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "hidden_act": "silu",
+    "rope_theta": 10000.0,
+}
+# by hand: per layer q 64*64 + k,v 2*64*32 + o 64*64 + MLP 3*64*128 + 2 norms 64;
+# embed + head 2*100*64; final norm 64
+TINY_PARAMS = 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 2 * 100 * 64 + 64
+
+
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        (["ledger", "--preset", "gpt2", "--tp", "0"], "--tp"),
+        (["ledger", "--preset", "gpt2", "--seq-len", "-3"], "--seq-len"),
+        (["ledger", "--preset", "gpt2", "--dtype", "fp7"], "--dtype"),
+        (["ledger", "--preset", "gpt2", "--gpu", "B900"], "--gpu"),
+        (["ledger", "--preset", "gpt2", "--batch", "two"], "--batch"),
+        (["ledger", "/no/such/config.json"], "CONFIG"),
+        (["ledger"], "CONFIG"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_flags_one_line_exit_2(args, flag):
+    r = run(*args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert lines[0].startswith("tmath: error:") and flag in lines[0]
+
+
+def test_bad_config_field_is_one_line(tmp_path):
+    bad = dict(TINY_LLAMA, num_attention_heads=5)  # 64 not divisible by 5 / 5 not divisible by 2
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(bad))
+    r = run("ledger", str(p))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+    p.write_text("{not json")
+    r = run("ledger", str(p))
+    assert r.returncode == 2 and "not valid JSON" in r.stderr
+
+
+def test_unseen_config_json(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(TINY_LLAMA))
+    r = run("ledger", str(p), "--seq-len", "32", "--batch", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    led = json.loads(r.stdout)
+    assert led["params"]["total"] == TINY_PARAMS
+    assert sum(led["params"]["breakdown"].values()) == TINY_PARAMS
+    assert led["kv_cache"]["bytes_per_token"] == 2 * 2 * 2 * 16 * 2  # K,V x L x K heads x H x bf16
+    assert led["training_flops"]["tokens"] == 64
+    r2 = run("ledger", str(p), "--seq-len", "32")
+    assert r2.returncode == 0 and f"{TINY_PARAMS:,}" in r2.stdout and "KV cache" in r2.stdout
+
+
+def test_preset_table_and_presets_list():
+    r = run("presets")
+    assert r.returncode == 0 and "llama3-70b" in r.stdout.split()
+    r = run("ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--tp", "8", "--gpu", "H100")
+    assert r.returncode == 0, r.stderr
+    assert "70,553,706,496" in r.stdout
+    assert "Decode step lower bound" in r.stdout
+
+
+def test_hardware_listing():
+    r = run("hardware")
+    assert r.returncode == 0 and "H100" in r.stdout and "989.0" in r.stdout
+
+
+def test_sweep_equals_training_flops():
+    import tmath
+    from tmath.sweep import flops_vs_seq_len
+
+    for name in ("llama3-8b", "gpt2", "mixtral-8x7b", "deepseek-v3"):
+        cfg = tmath.preset(name)
+        ts = np.array([1, 7, 512, 4096, 131072])
+        for causal in (False, True):
+            exact = flops_vs_seq_len(cfg, ts, batch=3, causal=causal, exact=True)
+            approx = flops_vs_seq_len(cfg, ts, batch=3, causal=causal)
+            for t, e, a in zip(ts.tolist(), exact, approx, strict=True):
+                ref = tmath.training_flops(cfg, seq_len=t, batch=3, causal=causal).total
+                assert e == ref
+                assert a == pytest.approx(ref, rel=1e-12)
+
+
+def test_sweep_bad_input():
+    import tmath
+    from tmath.sweep import flops_vs_seq_len
+
+    cfg = tmath.preset("gpt2")
+    with pytest.raises(ValueError, match="seq_lens"):
+        flops_vs_seq_len(cfg, [0, 5])
+    with pytest.raises(ValueError, match="seq_lens"):
+        flops_vs_seq_len(cfg, [1.5])

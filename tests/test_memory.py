@@ -1,0 +1,178 @@
+"""Tests of tmath.memory: recipes, ZeRO, Korthikanti activations, seed heuristic, recompute FLOPs."""
+
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tmath.memory import (
+    RECIPES,
+    activation_bytes_per_layer,
+    activation_bytes_seed_heuristic,
+    attention_core_forward_flops,
+    recompute_flops,
+    training_bytes_per_param,
+    zero_bytes_per_param,
+)
+
+
+def test_mixed_adam_is_16_bytes_with_parts():
+    rb = training_bytes_per_param("mixed-adam")
+    assert rb.total == 16
+    assert rb.breakdown == {
+        "weights_bf16": 2,
+        "grads_bf16": 2,
+        "master_fp32": 4,
+        "adam_m_fp32": 4,
+        "adam_v_fp32": 4,
+    }
+    assert (rb.weights, rb.grads, rb.optimizer) == (2, 2, 12)
+
+
+@pytest.mark.parametrize(
+    "recipe,total",
+    [
+        ("fp32-adam", 4 + 4 + 4 + 4),
+        ("bf16-adam", 2 + 2 + 4 + 4),
+        ("mixed-adam-fp32-grads", 2 + 4 + 12),
+        ("bf16-adam-bf16-states", 8),
+        ("bf16-inference", 2),
+    ],
+)
+def test_other_recipes(recipe, total):
+    assert training_bytes_per_param(recipe).total == total
+
+
+def test_recipe_breakdowns_sum():
+    for name in RECIPES:
+        rb = training_bytes_per_param(name)
+        assert sum(rb.breakdown.values()) == rb.total
+
+
+def test_zero_matches_paper_figure_1():
+    # ZeRO paper, Fig. 1: 7.5B params, N_d = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.88 GB.
+    psi = 7.5e9
+    got = [psi * zero_bytes_per_param("mixed-adam", s, 64) / 1e9 for s in range(4)]
+    assert round(got[0]) == 120
+    assert round(got[1], 1) == 31.4
+    assert round(got[2], 1) == 16.6
+    assert round(got[3], 2) == 1.88
+
+
+def test_bad_recipe_and_stage():
+    with pytest.raises(ValueError, match="recipe"):
+        training_bytes_per_param("adamw-magic")
+    with pytest.raises(ValueError, match="stage"):
+        zero_bytes_per_param("mixed-adam", 4, 8)
+    with pytest.raises(ValueError, match="dp"):
+        zero_bytes_per_param("mixed-adam", 1, 0)
+    with pytest.raises(TypeError, match="dp"):
+        zero_bytes_per_param("mixed-adam", 1, 2.5)
+
+
+def test_korthikanti_eq1_gpt3():
+    # GPT-3 175B layer: s=2048, b=1, h=12288, a=96: sbh(34 + 5as/h) = sbh * (34 + 80).
+    s, b, h, a = 2048, 1, 12288, 96
+    assert activation_bytes_per_layer(s, b, h, a) == s * b * h * 114
+    assert activation_bytes_per_layer(s, b, h, a, recompute="selective") == 34 * s * b * h
+    assert activation_bytes_per_layer(s, b, h, a, recompute="full") == 2 * s * b * h
+
+
+def test_korthikanti_tensor_and_sequence_parallel():
+    s, b, h, a, t = 2048, 4, 12288, 96, 8
+    sbh = s * b * h
+    assert activation_bytes_per_layer(s, b, h, a, tp=t) == pytest.approx(
+        sbh * (10 + 24 / t + 5 * a * s / (h * t))
+    )
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True) == pytest.approx(
+        sbh / t * (34 + 5 * a * s / h)
+    )
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, recompute="selective") == pytest.approx(
+        sbh * (10 + 3)
+    )
+    assert activation_bytes_per_layer(
+        s, b, h, a, tp=t, recompute="selective", sequence_parallel=True
+    ) == pytest.approx(34 * sbh / t)
+
+
+@given(
+    s=st.integers(1, 8192),
+    b=st.integers(1, 64),
+    h=st.integers(1, 8).map(lambda x: 128 * x),
+    a=st.integers(1, 64),
+    t=st.sampled_from([1, 2, 4, 8]),
+)
+def test_recompute_orders_memory(s, b, h, a, t):
+    for sp in (False, True):
+        none = activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp)
+        sel = activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp, recompute="selective")
+        full = activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=sp, recompute="full")
+        assert full < sel < none
+    # sequence parallelism never increases memory; with t = 1 it changes nothing
+    assert activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True) <= activation_bytes_per_layer(
+        s, b, h, a, tp=t
+    )
+
+
+def test_activation_bad_input():
+    with pytest.raises(ValueError, match="recompute"):
+        activation_bytes_per_layer(10, 1, 64, 4, recompute="some")
+    with pytest.raises(ValueError, match="seq_len"):
+        activation_bytes_per_layer(0, 1, 64, 4)
+    with pytest.raises(TypeError, match="heads"):
+        activation_bytes_per_layer(10, 1, 64, "4")
+
+
+def test_seed_heuristic_recomputes_seed_figures():
+    # seed 003 §7.1: B*T = 4M tokens, L = 64, D = 8192, 2 bytes: 84 TB / 29 TB / 4.2 TB.
+    tb = 1e12
+    assert activation_bytes_seed_heuristic(4e6, 8192, 64) == 2 * 20 * 4e6 * 8192 * 64
+    assert round(activation_bytes_seed_heuristic(4e6, 8192, 64) / tb) == 84
+    assert round(activation_bytes_seed_heuristic(4e6, 8192, 64, tensors_per_layer=7) / tb) == 29
+    assert round(activation_bytes_seed_heuristic(4e6, 8192, 64, tensors_per_layer=1) / tb, 1) == 4.2
+    # with 4M = 4 * 2**20 the first figure would be 88 TB (80 TiB), not 84
+    assert round(activation_bytes_seed_heuristic(4 * 2**20, 8192, 64) / tb) == 88
+    with pytest.raises(ValueError, match="tokens"):
+        activation_bytes_seed_heuristic(-1, 8192, 64)
+
+
+def test_recompute_flops_6_to_8():
+    fwd = 2 * 10**9 * 4096  # 2 N T
+    r = recompute_flops(3 * fwd, fwd, 0, "full")
+    assert r.total == 8 * 10**9 * 4096
+    assert r.ratio == pytest.approx(8 / 6)
+    assert recompute_flops(3 * fwd, fwd, 123, "none").extra == 0
+    assert recompute_flops(3 * fwd, fwd, 123, "selective").extra == 123
+    with pytest.raises(ValueError, match="strategy"):
+        recompute_flops(3, 1, 0, "partial")
+
+
+def test_attention_core_forward_flops_by_hand():
+    cfg = SimpleNamespace(num_layers=2, num_heads=4, head_dim=16, kv_lora_rank=0)
+    # per layer: QK^T 2*b*N*T*T*H + PV 2*b*N*T*T*H
+    assert attention_core_forward_flops(cfg, 10, 3) == 2 * (2 * 3 * 4 * 100 * 16 * 2)
+    assert attention_core_forward_flops(cfg, 10, 3, causal=True) == 2 * (2 * 3 * 4 * 55 * 16 * 2)
+    mla = SimpleNamespace(
+        num_layers=1,
+        num_heads=2,
+        head_dim=0,
+        kv_lora_rank=8,
+        qk_nope_head_dim=12,
+        qk_rope_head_dim=4,
+        v_head_dim=10,
+    )
+    assert attention_core_forward_flops(mla, 5, 1) == 2 * 2 * 25 * (16 + 10)
+
+
+def test_checkpoint_flops_full_is_four_thirds_of_training():
+    import tmath
+    from tmath.memory import checkpoint_flops
+
+    cfg = tmath.preset("llama3-8b")
+    train = tmath.training_flops(cfg, seq_len=1024, batch=2, causal=False).total
+    r = checkpoint_flops(cfg, 1024, 2, "full")
+    assert r.base == train
+    assert r.total == pytest.approx(train * 4 / 3)
+    sel = checkpoint_flops(cfg, 1024, 2, "selective")
+    # Llama 3 8B: 32 layers, 32 heads of 128: 4 * b * N * T^2 * H per layer
+    assert sel.extra == 32 * 4 * 2 * 32 * 1024**2 * 128
