@@ -17,7 +17,6 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -116,7 +115,8 @@ def server(built_site):
         def log_message(self, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built_site)))
+    handler = functools.partial(Quiet, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
@@ -176,7 +176,8 @@ def test_pages_in_chromium(built_site, server, browser):
         rel = path.relative_to(built_site).as_posix()
         r = load_page(browser, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
-        bad = {k: r[k] for k in ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math") if r[k]}
+        checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math")
+        bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
             bad["math"] = f"{r['math_nodes']} math nodes, no MathJax output"
         if bad:

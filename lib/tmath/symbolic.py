@@ -19,17 +19,18 @@ def gpt_layer_terms(width: sp.Expr = d, ffn: sp.Expr = f) -> dict[str, sp.Expr]:
     A GPT block holds the fused Q, K, V projection and the output projection
     (each with a bias), a 2-matrix MLP ``W_1`` (d -> F) and ``W_2`` (F -> d) with
     biases, and two LayerNorms with a scale and a shift each.
+    Keys are LaTeX names of the tensors, so a table of them renders as math.
     """
     return {
-        "W_Q, W_K, W_V": 3 * width * width,
-        "b_Q, b_K, b_V": 3 * width,
-        "W_O": width * width,
-        "b_O": width,
+        "W^Q, W^K, W^V": 3 * width * width,
+        "b^Q, b^K, b^V": 3 * width,
+        "W^O": width * width,
+        "b^O": width,
         "W_1": width * ffn,
         "b_1": ffn,
         "W_2": ffn * width,
         "b_2": width,
-        "LayerNorm (gamma, beta) x2": 4 * width,
+        r"\gamma, \beta \text{ of 2 LayerNorms}": 4 * width,
     }
 
 
@@ -53,3 +54,257 @@ def gpt_model_params(
     return sp.expand(
         layers * gpt_layer_params(width, ffn) + vocabulary * width + context * width + 2 * width
     )
+
+
+# --- the full ledger of a decoder-only transformer (seed 003, section 3) ------
+#
+# Notation of the ledger chapters: B sequences of T tokens, width D, FFN width F,
+# L layers, N query heads and K key/value heads of width H, vocabulary V, and
+# P learned positions (GPT-2 only).  All are positive integer symbols.
+B, T, D, F, L, N, K, H, V, P = sp.symbols("B T D F L N K H V P", positive=True, integer=True)
+
+#: Components of one decoder layer, in the order the ledger prints them.
+LAYER_COMPONENTS: tuple[str, ...] = ("mlp", "attention_proj", "attention_dot", "norms")
+#: Components of the whole model (layer components summed over L, plus the global ones).
+MODEL_COMPONENTS: tuple[str, ...] = (
+    "embedding", "positions", "attention_proj", "attention_dot", "mlp", "norms", "lm_head",
+)
+_MLP_KINDS = ("gated", "gelu")
+_NORM_KINDS = ("rmsnorm", "layernorm")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name}={value!r}: use one of {', '.join(map(repr, choices))}")
+    return value  # type: ignore[return-value]
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool (True/False), got {value!r}")
+    return value
+
+
+def ledger_terms(
+    mlp: str = "gated",
+    *,
+    causal: bool = False,
+    norm: str = "rmsnorm",
+    bias: bool = False,
+    qkv_bias: bool = False,
+) -> dict[str, tuple[sp.Expr, sp.Expr]]:
+    """Per-layer ledger: ``{component: (parameters, training FLOPs)}`` as SymPy expressions.
+
+    Components (:data:`LAYER_COMPONENTS`) of one decoder layer processing ``B``
+    sequences of ``T`` tokens:
+
+    ``mlp``            gated (SiLU, 3 matrices D x F, D x F, F x D: ``3DF``) or
+                       ``mlp="gelu"`` (2 matrices: ``2DF``); training ``6BT x`` params
+    ``attention_proj`` W_Q (D x NH), W_K and W_V (D x KH each), W_O (NH x D):
+                       ``2D(N+K)H``; training ``12BTD(N+K)H``
+    ``attention_dot``  Q K^T and P V over all N query heads (GQA keys and values
+                       are shared, not smaller in FLOPs): no parameters, training
+                       ``12 B T^2 N H``, or ``6 B N H T(T+1)`` with ``causal=True``
+                       (only the lower triangle, diagonal included)
+    ``norms``          two pre-norms: ``2D`` (RMSNorm) or ``4D`` (LayerNorm, scale
+                       and shift); no FLOPs
+
+    FLOPs follow ``tmath.training_flops``: matmuls only (2 per multiply-add),
+    backward = 2 x forward, so training = 3 x forward; norms, softmax,
+    activations and biases cost nothing.  ``bias=True`` adds the GPT-2 biases:
+    ``(N+2K)H + D`` in attention and ``F + D`` in a gelu MLP (``2F + D`` gated);
+    ``qkv_bias=True`` (Qwen2) adds only the Q, K, V biases ``(N+2K)H``.
+    """
+    _check_choice("mlp", mlp, _MLP_KINDS)
+    _check_choice("norm", norm, _NORM_KINDS)
+    _check_bool("causal", causal)
+    _check_bool("bias", bias)
+    _check_bool("qkv_bias", qkv_bias)
+    n_mat = 3 if mlp == "gated" else 2
+    mlp_p = n_mat * D * F + (((n_mat - 1) * F + D) if bias else 0)
+    attn_p = 2 * D * (N + K) * H + (((N + 2 * K) * H + D) if bias else 0)
+    if qkv_bias and not bias:
+        attn_p += (N + 2 * K) * H
+    entries = T * (T + 1) / 2 if causal else T**2  # score entries per head and sequence
+    # forward: Q K^T is 2 B N H x entries, P V the same; training is 3 x forward
+    dot_f = 3 * 2 * 2 * B * N * H * entries
+    return {
+        "mlp": (mlp_p, 6 * B * T * n_mat * D * F),
+        "attention_proj": (attn_p, 6 * B * T * 2 * D * (N + K) * H),
+        "attention_dot": (sp.Integer(0), sp.expand(dot_f)),
+        "norms": ((2 if norm == "rmsnorm" else 4) * D, sp.Integer(0)),
+    }
+
+
+def ledger_model(
+    mlp: str = "gated",
+    *,
+    causal: bool = False,
+    norm: str = "rmsnorm",
+    bias: bool = False,
+    qkv_bias: bool = False,
+    tied: bool = False,
+    learned_positions: bool = False,
+) -> dict[str, tuple[sp.Expr, sp.Expr]]:
+    """Whole-model ledger ``{component: (parameters, training FLOPs)}`` (:data:`MODEL_COMPONENTS`).
+
+    The layer components of :func:`ledger_terms` times ``L``; ``norms`` also
+    holds the final norm.  ``embedding`` is the V x D token table (a lookup: no
+    FLOPs), ``positions`` the P x D learned position table (0 unless
+    ``learned_positions``), ``lm_head`` the D x V unembedding (``DV`` parameters
+    unless ``tied`` to the embedding; ``6BTDV`` training FLOPs either way).
+
+    Keys match ``tmath.count_params(cfg).breakdown`` (``attention_proj`` is its
+    ``attention``) and ``tmath.training_flops(cfg, T, B).breakdown``
+    (``attention_dot`` is ``attention_scores + attention_values``); the rotary
+    table that ``training_flops`` counts as ``rope`` is not in this ledger.
+    """
+    _check_bool("tied", tied)
+    _check_bool("learned_positions", learned_positions)
+    layer = ledger_terms(mlp, causal=causal, norm=norm, bias=bias, qkv_bias=qkv_bias)
+    final_norm = (2 if norm == "layernorm" else 1) * D
+    out: dict[str, tuple[sp.Expr, sp.Expr]] = {
+        "embedding": (V * D, sp.Integer(0)),
+        "positions": (P * D if learned_positions else sp.Integer(0), sp.Integer(0)),
+    }
+    for name in ("attention_proj", "attention_dot", "mlp"):
+        p, f = layer[name]
+        out[name] = (sp.expand(L * p), sp.expand(L * f))
+    out["norms"] = (sp.expand(L * layer["norms"][0] + final_norm), sp.Integer(0))
+    out["lm_head"] = (sp.Integer(0) if tied else D * V, 6 * B * T * D * V)
+    return {k: out[k] for k in MODEL_COMPONENTS}
+
+
+def ledger_totals(ledger: dict[str, tuple[sp.Expr, sp.Expr]]) -> tuple[sp.Expr, sp.Expr]:
+    """(total parameters, total training FLOPs) of a ledger, expanded."""
+    return (
+        sp.expand(sum(p for p, _ in ledger.values())),
+        sp.expand(sum(f for _, f in ledger.values())),
+    )
+
+
+def ledger_subs(cfg: object, seq_len: int = 1, batch: int = 1) -> dict[sp.Symbol, int]:
+    """Values of the ledger symbols for a dense, non-MLA ``tmath.ModelConfig``.
+
+    ``{B: batch, T: seq_len, D, F, L, N, K, H, V, P}`` (P = ``max_position``).
+    MoE and MLA configs raise ``ValueError``: this ledger has no experts or latents.
+    """
+    from tmath.config import ModelConfig
+
+    if not isinstance(cfg, ModelConfig):
+        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+    if cfg.is_moe or cfg.is_mla:
+        raise ValueError(
+            f"cfg {cfg.name!r} is a MoE or MLA model; ledger_subs covers dense GQA/MHA "
+            "models only (use tmath.count_params for the others)"
+        )
+    for name, v in (("seq_len", seq_len), ("batch", batch)):
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return {
+        B: batch, T: seq_len, D: cfg.hidden_size, F: cfg.intermediate_size, L: cfg.num_layers,
+        N: cfg.num_heads, K: cfg.num_kv_heads, H: cfg.head_dim, V: cfg.vocab_size,
+        P: cfg.max_position,
+    }
+
+
+def ledger_for(cfg: object, *, causal: bool = False) -> dict[str, tuple[sp.Expr, sp.Expr]]:
+    """The symbolic :func:`ledger_model` whose options match ``cfg`` (dense models)."""
+    ledger_subs(cfg)  # validates cfg
+    all_bias = cfg.qkv_bias and cfg.out_bias and cfg.mlp_bias  # type: ignore[attr-defined]
+    if not all_bias and (cfg.out_bias or cfg.mlp_bias):  # type: ignore[attr-defined]
+        raise ValueError(
+            f"cfg {cfg.name!r}: the symbolic ledger knows all biases (GPT-2) or Q/K/V "  # type: ignore[attr-defined]
+            "biases only (Qwen2); set out_bias and mlp_bias both True with qkv_bias, or False"
+        )
+    return ledger_model(
+        cfg.mlp,  # type: ignore[attr-defined]
+        causal=causal,
+        norm=cfg.norm,  # type: ignore[attr-defined]
+        bias=all_bias,
+        qkv_bias=cfg.qkv_bias,  # type: ignore[attr-defined]
+        tied=cfg.tie_embeddings,  # type: ignore[attr-defined]
+        learned_positions=cfg.learned_positions,  # type: ignore[attr-defined]
+    )
+
+
+#: The seed's simplifying assumptions for "T > 8D": F = 4D, MHA (K = N) and N H = D.
+SEED_ASSUMPTIONS: dict[sp.Symbol, sp.Expr] = {F: 4 * D, K: N, H: D / N}
+
+
+def crossover_expr(
+    mlp: str = "gated", *, against: str = "all", causal: bool = False
+) -> sp.Expr:
+    """Context length T* at which attention dot-product FLOPs equal the other matmuls.
+
+    Solves ``attention_dot(T) = other(T)`` per layer for the positive root T,
+    using :func:`ledger_terms`: ``against="all"`` compares with the MLP and the
+    Q/K/V/O projections, ``"ffn"`` with the MLP only.  The LM head (one per
+    model, not per layer) is left out, as in the seed.  B and L cancel.  Returns
+    an expression in D, F, N, K, H; substitute :data:`SEED_ASSUMPTIONS` to get
+    the seed's 8D (gated, all, not causal).
+    """
+    _check_choice("against", against, ("all", "ffn"))
+    terms = ledger_terms(mlp, causal=causal)
+    other = terms["mlp"][1] + (terms["attention_proj"][1] if against == "all" else 0)
+    roots = [r for r in sp.solve(sp.Eq(terms["attention_dot"][1], other), T) if r != 0]
+    if len(roots) != 1:  # pragma: no cover - the equation is linear in T after T = 0
+        raise RuntimeError(f"expected one nonzero crossover root, got {roots}")
+    return sp.simplify(roots[0])
+
+
+# --- multi-head attention as block matrices (book/gpt3/multihead) -----------------------
+# n tokens, model width, head width, output width: symbols for the block-matrix identities.
+n_tok, d_head, d_out = sp.symbols("n d_head d_out", positive=True, integer=True)
+
+
+def _check_h(h: int) -> int:
+    if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+        raise ValueError(f"h (number of heads) must be a positive int, got {h!r}")
+    return h
+
+
+def head_blocks(name: str, h: int, rows: sp.Expr, cols: sp.Expr) -> list[sp.MatrixSymbol]:
+    """``h`` matrix symbols ``name^{(1)} .. name^{(h)}``, each ``rows x cols``."""
+    _check_h(h)
+    return [sp.MatrixSymbol(f"{name}^{{({c})}}", rows, cols) for c in range(1, h + 1)]
+
+
+def split_projection_identity(h: int = 3) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
+    """``X [W^(1) | ... | W^(h)]`` block-collapsed, and ``[X W^(1) | ... | X W^(h)]``.
+
+    ``X`` is ``n x d``, each ``W^(c)`` is ``d x d_head``.  The two are equal: one big
+    product split into column blocks is the ``h`` per-head products (8.10').
+    """
+    X = sp.MatrixSymbol("X", n_tok, d)
+    ws = head_blocks("W", h, d, d_head)
+    big = sp.block_collapse(X * sp.BlockMatrix([ws]))
+    per_head = sp.BlockMatrix([[X * w for w in ws]])
+    return big, per_head
+
+
+def concat_output_identity(h: int = 3) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
+    """``[H^(1) | ... | H^(h)] W^O`` with ``W^O`` split into row blocks, block-collapsed,
+    and ``sum_c H^(c) W^{O,(c)}``.  ``H^(c)`` is ``n x d_head``, ``W^{O,(c)}`` is
+    ``d_head x d_out``.  The two are equal (8.14'-8.15')."""
+    hs = head_blocks("H", h, n_tok, d_head)
+    os_ = head_blocks("W_O", h, d_head, d_out)
+    concat_then_project = sp.block_collapse(sp.BlockMatrix([hs]) * sp.BlockMatrix([[o] for o in os_]))
+    sum_of_heads = sp.MatAdd(*[a * b for a, b in zip(hs, os_, strict=True)])
+    return concat_then_project, sum_of_heads
+
+
+def entrywise_split_difference(n: int = 2, width: int = 4, h: int = 2) -> sp.Matrix:
+    """Entry by entry, with explicit symbols: ``(X W)`` minus ``[X W^(1) | ... | X W^(h)]``
+    for ``X`` ``n x width`` and ``W`` ``width x width`` (``width / h`` columns per head).
+
+    Returns the expanded difference matrix, which is the zero matrix.
+    """
+    _check_h(h)
+    if width % h:
+        raise ValueError(f"width={width} must be divisible by h={h}")
+    X = sp.Matrix(n, width, lambda i, j: sp.Symbol(f"x_{i + 1}{j + 1}"))
+    W = sp.Matrix(width, width, lambda i, j: sp.Symbol(f"w_{i + 1}{j + 1}"))
+    k = width // h
+    per_head = sp.Matrix.hstack(*[X * W[:, c * k:(c + 1) * k] for c in range(h)])
+    return sp.expand(X * W - per_head)
