@@ -1,6 +1,8 @@
 # 《Transformer 的数学》 — build and test.
 #   make book          build the website into _build/html (executes notebooks, warnings are errors)
 #   make test          library tests, nbval over every notebook, lint, strict build, browser checks
+#   make book-student  the student edition (no solutions) into _build/student/_build/html
+#   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab
 #   make clean         remove build outputs (keeps .venv)
 
@@ -15,7 +17,7 @@ JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 export MPLBACKEND := Agg
 
-.PHONY: book test lab clean browser
+.PHONY: book book-student pdf test lab clean browser
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
@@ -38,6 +40,13 @@ _build/.lib.stamp: $(LIB_SOURCES)
 book: $(STAMP) _build/.lib.stamp
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 	@echo "Open _build/html/index.html in a browser."
+
+book-student: $(STAMP)
+	BOOK_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student $(JB_FLAGS)
+	@echo "Student edition: _build/student/_build/html/index.html"
+
+pdf: book browser
+	$(BIN)/python scripts/book_pdf.py _build/html _build/pdf/book.pdf
 
 # Debian's Chromium for the browser tests (installed only where missing; needs root or sudo).
 browser:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+
 from tmath.attention import flash_attention, naive_attention, peak_memory_and_time
 
 

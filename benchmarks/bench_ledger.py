@@ -10,6 +10,7 @@ import argparse
 import timeit
 
 import numpy as np
+
 import tmath
 from tmath.cli import build_ledger
 from tmath.sweep import flops_vs_seq_len

@@ -12,9 +12,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
-import tmath
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import tmath
 from tmath.attention import (
     AttentionResult,
     attention_hbm_bytes,

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-import tmath
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import tmath
 from tmath.config import ModelConfig
 from tmath.presets import GPT3_TABLE_2_1
 

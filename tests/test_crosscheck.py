@@ -19,11 +19,12 @@ import json
 from pathlib import Path
 
 import pytest
-import tmath
 import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig, AutoModelForCausalLM
+
+import tmath
 
 HF_DIR = Path(__file__).parent / "hf_configs"
 HF_FILES = sorted(HF_DIR.glob("*.json"))

@@ -3,6 +3,7 @@
 import dataclasses
 
 import pytest
+
 from tmath.energy import (
     J_PER_KWH,
     check_units,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-import tmath
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import tmath
 from ledger_strategies import any_configs, dense_configs
 from tmath.flops import FLOP_KEYS
 

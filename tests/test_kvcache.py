@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import tmath
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import tmath
 from ledger_strategies import dense_configs
 
 

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from tmath.memory import (
     RECIPES,
     activation_bytes_per_layer,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import tmath
 from hypothesis import given, settings
+
+import tmath
 from ledger_strategies import any_configs, dense_configs
 from tmath.params import BREAKDOWN_KEYS
 

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+
 from tmath.hardware import HARDWARE
 from tmath.serving import (
     allgather_bytes_per_rank,

@@ -1,8 +1,10 @@
-"""The built website: strict build, every toc page present, offline, and checked in Chromium.
+"""The built website: strict build, every toc page present, offline, glue, student edition, Chromium.
 
 The browser checks load every page from a localhost server with every request that
 leaves localhost blocked, and fail on such a request, on any console error or
-uncaught exception, and on a page whose math MathJax did not render.
+uncaught exception, on a page whose math MathJax did not render, on raw glue or
+``$$`` left in the text, and on an image without alt text.  They also search the
+site for a Chinese and an English term and open a solution dropdown.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import http.server
 import re
 import shutil
 import threading
+from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
+import nbformat
 import pytest
 import yaml
+from myst_nb.core.variables import format_plain_text
+
 from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -48,6 +54,10 @@ def toc_pages() -> list[str]:
     return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
 
 
+def toc_notebooks() -> list[Path]:
+    return [ROOT / f"{p}.ipynb" for p in toc_pages() if (ROOT / f"{p}.ipynb").is_file()]
+
+
 def site_pages(html: Path) -> list[Path]:
     return [html / f"{page}.html" for page in toc_pages()] + [html / "search.html"]
 
@@ -72,10 +82,8 @@ def external_loads(text: str) -> list[str]:
     for match in LOAD_ATTR.finditer(text):
         url = next(g for g in match.groups()[1:] if g)
         if url.startswith("//") or re.match(r"https?://", url):
-            if urlparse(url if not url.startswith("//") else "http:" + url).hostname not in {
-                "localhost",
-                "127.0.0.1",
-            }:
+            host = urlparse(url if not url.startswith("//") else "http:" + url).hostname
+            if host not in {"localhost", "127.0.0.1"}:
                 found.append(url)
     return found
 
@@ -104,9 +112,104 @@ def test_search_index_holds_chinese_words(built_site):
 
 
 def test_mathjax_is_served_locally(built_site):
-    assert list((built_site / "_static").rglob("tex-chtml*.js")) or list(
-        (built_site / "_static").rglob("tex-mml-chtml*.js")
-    ), "no local MathJax bundle under _static"
+    assert list((built_site / "_static").rglob("tex-chtml*.js")), "no local MathJax bundle under _static"
+
+
+# --- glue: every {glue:text} reference shows the notebook's saved value --------------------------
+
+GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([^`]+)`")
+
+
+class _Pasted(HTMLParser):
+    """Collect the text of <span class="pasted-text"> elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.texts: list[str] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        if self._depth:
+            self._depth += 1
+        elif tag == "span" and "pasted-text" in (dict(attrs).get("class") or "").split():
+            self._depth = 1
+            self.texts.append("")
+
+    def handle_endtag(self, tag):
+        if self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._depth:
+            self.texts[-1] += data
+
+
+def saved_glue(nb) -> dict[str, str]:
+    """text/plain of every glued value whose cell output nbval compares (so it is reproducible)."""
+    values = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "nbval-ignore-output" in cell.metadata.get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = out.get("data", {}).get("application/papermill.record/text/plain")
+            if name and text is not None:
+                values[name] = text
+    return values
+
+
+def expected_pastes(path: Path) -> list[tuple[str, str]]:
+    nb = nbformat.read(path, as_version=4)
+    values = saved_glue(nb)
+    expected = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for ref in GLUE_ROLE.findall(cell.source):
+            key, _, spec = ref.partition(":")
+            if "::" in ref or key not in values:
+                continue
+            expected.append((key, format_plain_text(values[key], spec)))
+    return expected
+
+
+def test_every_glued_number_appears_on_its_page(built_site):
+    missing = {}
+    checked = 0
+    for nb_path in toc_notebooks():
+        page = built_site / nb_path.relative_to(ROOT).with_suffix(".html")
+        parser = _Pasted()
+        parser.feed(page.read_text(encoding="utf-8"))
+        shown = set(parser.texts)
+        for key, text in expected_pastes(nb_path):
+            checked += 1
+            if text not in shown:
+                missing.setdefault(nb_path.stem, []).append((key, text))
+    assert checked > 50, "expected many glued numbers across the book"
+    assert not missing, f"glued values not shown as saved: {missing}"
+
+
+# --- the student edition --------------------------------------------------------------------------
+
+
+def solution_count(html: Path) -> tuple[int, int]:
+    exercises = solutions = 0
+    for page in html.rglob("*.html"):
+        classes = [c.split() for c in re.findall(r'<div class="([^"]*)"', page.read_text(encoding="utf-8"))]
+        exercises += sum("exercise" in c for c in classes)
+        solutions += sum("solution" in c for c in classes)
+    return exercises, solutions
+
+
+def test_book_has_solutions_and_student_edition_has_none(built_site, student_site):
+    ex, sol = solution_count(built_site)
+    assert ex >= 5 * len(toc_notebooks()) - 10 and sol >= ex * 0.8, (ex, sol)
+    s_ex, s_sol = solution_count(student_site)
+    assert s_ex == ex, "the student edition must keep every exercise"
+    assert s_sol == 0, f"{s_sol} solutions left in the student edition"
+
+
+# --- in Chromium ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +239,8 @@ def browser(tmp_path_factory):
         context.close()
 
 
-def load_page(context, url: str) -> dict:
-    """Load one page with all non-localhost traffic blocked; report what went wrong."""
+def open_page(context, url: str):
+    """A page with all non-localhost traffic blocked; returns (page, report)."""
     page = context.new_page()
     report = {"blocked": [], "console_errors": [], "page_errors": []}
 
@@ -153,6 +256,20 @@ def load_page(context, url: str) -> dict:
     page.on("console", lambda m: m.type == "error" and report["console_errors"].append(m.text))
     page.on("pageerror", lambda e: report["page_errors"].append(str(e)))
     page.goto(url, wait_until="load")
+    return page, report
+
+
+VISIBLE_TEXT = """() => {
+  const main = document.querySelector('main') || document.body;
+  const copy = main.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, .highlight').forEach(e => e.remove());
+  return copy.innerText;
+}"""
+
+
+def load_page(context, url: str) -> dict:
+    """Load one page and report what went wrong."""
+    page, report = open_page(context, url)
     report["math_nodes"] = page.evaluate("document.querySelectorAll('.math').length")
     if report["math_nodes"]:
         page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
@@ -165,6 +282,11 @@ def load_page(context, url: str) -> dict:
         "Array.from(document.querySelectorAll('.math')).filter(e => !e.querySelector('mjx-container'))"
         ".map(e => e.textContent.slice(0, 80))"
     )
+    text = page.evaluate(VISIBLE_TEXT)
+    report["raw_markup"] = [m for m in ("{glue", "$$", "{cite}", "{numref}") if m in text]
+    report["images_without_alt"] = page.evaluate(
+        "Array.from(document.querySelectorAll('main img')).filter(i => !(i.alt || '').trim()).map(i => i.src)"
+    )
     page.close()
     return report
 
@@ -176,11 +298,32 @@ def test_pages_in_chromium(built_site, server, browser):
         rel = path.relative_to(built_site).as_posix()
         r = load_page(browser, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
-        checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math")
+        checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
+                  "images_without_alt")
         bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
             bad["math"] = f"{r['math_nodes']} math nodes, no MathJax output"
         if bad:
             problems[rel] = bad
     assert not problems, f"browser problems: {problems}"
-    assert math_pages >= 2, "expected MathJax output on the notation page and the tour at least"
+    assert math_pages >= len(toc_pages()) - 2, "expected MathJax output on (nearly) every page"
+
+
+@pytest.mark.parametrize("term", ["注意力", "显存", "FlashAttention", "MoE"])
+def test_search_finds_chinese_and_english_terms(server, browser, term):
+    page, report = open_page(browser, f"{server}/search.html?q={quote(term)}")
+    page.wait_for_selector("#search-results ul.search li", timeout=20000)
+    hits = page.locator("#search-results ul.search li").count()
+    page.close()
+    assert hits >= 1 and not report["blocked"] and not report["page_errors"]
+
+
+def test_solution_dropdown_opens(server, browser):
+    page, _ = open_page(browser, f"{server}/book/intro/tour.html")
+    solution = page.locator("div.solution").first
+    body = solution.locator("section#solution-content")
+    assert not body.is_visible(), "solutions start folded"
+    solution.locator("button.toggle-button").click()
+    body.wait_for(state="visible", timeout=5000)
+    assert "GPT-3 Small" in body.inner_text()
+    page.close()

@@ -1,6 +1,7 @@
 """The symbolic GPT parameter formulas against hand counts and against tmath.count_params."""
 
 import sympy as sp
+
 import tmath
 from tmath import symbolic
 

@@ -1,13 +1,25 @@
-"""Local Sphinx extension: keep the site self-contained and its browser console clean.
+"""Local Sphinx extension for the book.
 
-Jupyter Book 1 always loads sphinx-thebe, even with thebe disabled. sphinx-thebe
-inlines its configuration script (which names a CDN URL) twice per page, so every
-page logs ``Identifier 'THEBE_JS_URL' has already been declared``.  The book does
-not use thebe (cells run in Jupyter, not in the browser), so its assets are dropped
-from every page here.
+1. Keep the site self-contained and its browser console clean. Jupyter Book 1
+   always loads sphinx-thebe, even with thebe disabled. sphinx-thebe inlines its
+   configuration script (which names a CDN URL) twice per page, so every page logs
+   ``Identifier 'THEBE_JS_URL' has already been declared``. The book does not use
+   thebe (cells run in Jupyter, not in the browser), so its assets are dropped.
+
+2. MathJax on every page: navigation titles can contain math.
+
+3. The student edition. With ``BOOK_EDITION=student`` in the environment (what
+   ``make book-student`` sets) every exercise solution is removed from the pages.
+   sphinx-exercise's own ``hide_solutions`` drops only the ``solution-start``
+   marker of a gated solution and leaves the cells between the markers on the
+   page, so the removal happens here, after the gated solutions are merged.
 """
 
 from __future__ import annotations
+
+import os
+
+from sphinx.transforms import SphinxTransform
 
 
 def _is_thebe(asset) -> bool:
@@ -22,7 +34,27 @@ def _drop_thebe(app, pagename, templatename, context, doctree):
             context[key] = [a for a in context[key] if not _is_thebe(a)]
 
 
+class RemoveSolutions(SphinxTransform):
+    """Student edition: remove every solution (plain or gated) from the doctree."""
+
+    default_priority = 50  # after sphinx-exercise merges gated solutions (priority 10)
+
+    def apply(self) -> None:
+        if not self.config.student_edition:
+            return
+        from sphinx_exercise.nodes import solution_end_node, solution_node, solution_start_node
+
+        kinds = (solution_node, solution_start_node, solution_end_node)
+        for node in list(self.document.findall(lambda n: isinstance(n, kinds))):
+            node.parent.remove(node)
+
+
 def setup(app):
+    # Chapter titles with math appear in the navigation of every page, so every page
+    # needs MathJax (Sphinx otherwise loads it only on pages whose body has math).
+    app.set_html_assets_policy("always")
     # Run after the theme and the extensions have added their assets.
     app.connect("html-page-context", _drop_thebe, priority=900)
+    app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
+    app.add_transform(RemoveSolutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

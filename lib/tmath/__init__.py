@@ -98,3 +98,9 @@ __all__ += [
     "naive_attention_backward",
     "peak_memory_and_time",
 ]
+
+# --- section: book support (errata, exercise keys) ---------------------------
+from tmath import errata, exercises  # noqa: E402
+from tmath.exercises import check  # noqa: E402
+
+__all__ += ["errata", "exercises", "check"]

@@ -23,24 +23,45 @@ import numpy as np
 class Erratum:
     """One disagreement between a seed document and the computation.
 
-    ``stated`` is the source's figure in ``unit``; ``compute()`` returns the
-    recomputed figure in the same unit. ``rel_tol`` is the relative difference
-    below which the two would count as agreeing (an erratum must exceed it).
+    A numeric erratum has ``stated`` (the source's figure in ``unit``) and
+    ``compute()`` (the recomputed figure in the same unit); ``rel_tol`` is the
+    relative difference below which the two would count as agreeing, so an
+    erratum must exceed it.  A formula erratum has no single figure: it gives
+    the ``correction`` in words and a ``verify()`` computation that settles it
+    (returns True when the corrected formula agrees with an independent check
+    and the source's does not).
     """
 
     key: str
     seed: str
     location: str
     claim: str
-    stated: float
-    unit: str
-    compute: Callable[[], float]
     cause: str
     chapter: str
+    stated: float | None = None
+    unit: str = ""
+    compute: Callable[[], float] | None = None
+    correction: str = ""
+    verify: Callable[[], bool] | None = None
     fmt: str = ".4g"
     rel_tol: float = 1e-3
 
+    def __post_init__(self) -> None:
+        numeric = self.stated is not None and self.compute is not None
+        formula = self.stated is None and self.compute is None and bool(self.correction) and self.verify
+        if not (numeric or formula):
+            raise ValueError(
+                f"erratum {self.key!r}: give either stated= and compute= (a figure), "
+                "or correction= and verify= (a formula)"
+            )
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.stated is not None
+
     def recomputed(self) -> float:
+        if self.compute is None:
+            raise ValueError(f"erratum {self.key!r} is about a formula; see .correction and .verify()")
         return float(self.compute())
 
     def rel_error(self) -> float:
@@ -50,13 +71,18 @@ class Erratum:
 
     def row(self) -> dict[str, str]:
         """The appendix row, formatted."""
+        if self.is_numeric:
+            stated = f"{self.stated:{self.fmt}} {self.unit}".strip()
+            recomputed = f"{self.recomputed():{self.fmt}} {self.unit}".strip()
+        else:
+            stated, recomputed = "（公式）", self.correction
         return {
             "key": self.key,
             "seed": self.seed,
             "location": self.location,
             "claim": self.claim,
-            "stated": f"{self.stated:{self.fmt}} {self.unit}".strip(),
-            "recomputed": f"{self.recomputed():{self.fmt}} {self.unit}".strip(),
+            "stated": stated,
+            "recomputed": recomputed,
             "cause": self.cause,
             "chapter": self.chapter,
         }
@@ -217,7 +243,8 @@ ERRATA_GPT3: list[Erratum] = [
         cause=(
             "78.6 GB 只是一个 [3.2M, 12288] 的 fp16 张量（例如一层的输入）。一层为反向传播保存的激活值"
             "有几十个这样大小的张量，外加 96 个头的 2048×2048 注意力矩阵：按 Korthikanti 等（2022）"
-            "的公式 sbh(34 + 5as/h)（不重算、不并行）是这个数的 114 倍。"
+            "的公式 sbh(34 + 5as/h) 字节（不重算、不并行；GPT-3 的 5as/h = 80）是 114·sbh 字节，"
+            "而一个 fp16 张量是 2·sbh 字节：约为原文的 57 倍。"
         ),
         chapter="book/gpt3/architecture",
         fmt=",.0f",
@@ -225,6 +252,25 @@ ERRATA_GPT3: list[Erratum] = [
 ]
 
 # --- Part II-a: counting FLOPs (book/flops/) -------------------------------
+def _gpt3_forward_step_flops() -> float:
+    """Exact forward FLOPs of one GPT-3 175B step: 3.2M tokens in sequences of 2048."""
+    from tmath import forward_flops
+
+    cfg = _gpt3()
+    per_seq = forward_flops(cfg, seq_len=cfg.max_position, batch=1).total
+    return per_seq * _gpt3_batch_tokens() / cfg.max_position
+
+
+def _llama70b_gpus_for_16_days() -> float:
+    """H100s needed to do the seed's own 6 N D at 40% MFU in its 16 days."""
+    return _llama70b_gpu_hours() / (16 * 24)
+
+
+# The seed's matmul example, on a concrete shape: 4096 tokens x D = 8192 into F = 28672
+# (the up-projection of Llama 3 70B): A is [N, P], B is [P, M].
+MATMUL_EXAMPLE_NPM = (4096, 8192, 28672)
+
+
 ERRATA_FLOPS: list[Erratum] = [
     Erratum(
         key="gpt3-layer-flops",
@@ -267,6 +313,69 @@ ERRATA_FLOPS: list[Erratum] = [
         cause="6.35e24 / 3.956e14 = 1.6e10 秒而不是 1.6e7 秒，差了 1000 倍；折合约 446 万卡时。",
         chapter="book/flops/six-pt",
         fmt=",.0f",
+    ),
+    Erratum(
+        key="gpt3-forward-flops",
+        seed="000",
+        location="训练时的矩阵乘法规模：96 层前向传播",
+        claim="96 × 5800 万亿 ≈ 5.57 × 10¹⁷ 次（96 层前向传播）",
+        stated=5.57e17,
+        unit="FLOPs",
+        compute=_gpt3_forward_step_flops,
+        cause=(
+            "每层少算了一半（见 gpt3-layer-flops）；精确的一次前向还包括注意力点积 QKᵀ、AV 和输出层。"
+            "按 3.2M token、上下文 2048、不计因果掩码节省计。"
+        ),
+        chapter="book/flops/six-pt",
+        fmt=".4g",
+    ),
+    Erratum(
+        key="llama3-70b-h100-fleet",
+        seed="003",
+        location="2.2 验证 Llama 3 70B",
+        claim="→ 约 6400 张 H100 跑 16 天",
+        stated=6400,
+        unit="张 H100",
+        compute=_llama70b_gpus_for_16_days,
+        cause=(
+            "按原文自己的输入（6 × 70.55e9 × 15e12 FLOPs、989 TFLOP/s、40% MFU）共需约 446 万卡时；"
+            "16 天（384 小时）跑完需要约 1.16 万张卡；6400 张卡则要约 29 天。"
+            "6400 × 16 天只有 246 万卡时，与原文的 4460 卡时和正确的 446 万卡时都对不上。"
+        ),
+        chapter="book/flops/six-pt",
+        fmt=",.0f",
+    ),
+    Erratum(
+        key="matmul-output-count",
+        seed="003",
+        location="一、FLOPs 的基本单元：矩阵乘",
+        claim="矩阵乘 → 2NPM（每个输出元素是 N 维点积，共 PM 个输出）",
+        stated=MATMUL_EXAMPLE_NPM[1] * MATMUL_EXAMPLE_NPM[2],
+        unit="个输出",
+        compute=lambda: MATMUL_EXAMPLE_NPM[0] * MATMUL_EXAMPLE_NPM[2],
+        cause=(
+            "A ∈ [N, P]、B ∈ [P, M] 的乘积是 [N, M]：共 NM 个输出，每个是 P 维点积"
+            "（P 是被求和掉的维度）；总数 2NPM 没错，拆法错了。"
+            "数值取 N = 4096 个 token、P = 8192、M = 28672（Llama 3 70B 的上投影）。"
+        ),
+        chapter="book/flops/units",
+        fmt=",.0f",
+    ),
+    Erratum(
+        key="elementwise-intensity",
+        seed="003",
+        location="1.2 为什么 Transformer 偏爱 matmul",
+        claim="element-wise 操作：intensity 恒定 ~1",
+        stated=1.0,
+        unit="FLOP/B",
+        compute=lambda: 1 / 6,
+        cause=(
+            "bf16 的 x + y 每个元素 1 次 FLOP，却要读 2 个、写 1 个 2 字节的数，共 6 字节："
+            "强度是 1/6 FLOP/字节（fp32 是 1/12），比 ~1 还低一个数量级。"
+        ),
+        chapter="book/flops/units",
+        fmt=".3g",
+        rel_tol=0.5,
     ),
 ]
 
@@ -476,6 +585,49 @@ ERRATA_LEDGER: list[Erratum] = [
 ]
 
 # --- Part III: FlashAttention (book/flash/) --------------------------------
+def _flash_example(seed: int = 0, T: int = 5, S: int = 7, H: int = 4):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((T, H)), rng.standard_normal((S, H)),
+            rng.standard_normal((S, H)), rng.standard_normal((T, H)))
+
+
+def _flash_dq_seed_formula() -> float:
+    """|dQ| when the score gradient is the seed's (dP - P * rowsum(dP)) * P (section 8.3)."""
+    q, k, v, do = _flash_example()
+    tau = 1 / math.sqrt(q.shape[-1])
+    s = tau * q @ k.T
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    dp = do @ v.T
+    ds_seed = (dp - p * dp.sum(axis=-1, keepdims=True)) * p
+    return float(np.linalg.norm(tau * ds_seed @ k))
+
+
+def _flash_dq_correct() -> float:
+    from tmath.attention import naive_attention_backward
+
+    q, k, v, do = _flash_example()
+    dq, _, _ = naive_attention_backward(q, k, v, do)
+    return float(np.linalg.norm(dq))
+
+
+def _flash_merge_with_output_rescaled() -> bool:
+    """Merging (m, l) alone cannot give the output; merging (m, l, O) reproduces it exactly."""
+    from tmath.attention import flash_attention, merge_attention_states, naive_attention
+
+    q, k, v, _ = _flash_example()
+    a = naive_attention(q, k[:3], v[:3], return_stats=True)
+    b = naive_attention(q, k[3:], v[3:], return_stats=True)
+    merged = merge_attention_states(a, b)
+    full = naive_attention(q, k, v)
+    # Without rescaling O, weighting the block outputs by their local sums is wrong:
+    unscaled = (a.l[..., None] * a.o + b.l[..., None] * b.o) / (a.l + b.l)[..., None]
+    tiled = flash_attention(q, k, v, block_q=2, block_k=3)
+    return bool(np.allclose(merged.o, full, rtol=1e-12, atol=1e-14)
+                and np.allclose(tiled, full, rtol=1e-12, atol=1e-14)
+                and not np.allclose(unscaled, full, rtol=1e-3))
+
+
 ERRATA_FLASH: list[Erratum] = [
     Erratum(
         key="flash-128k-score-bytes",
@@ -492,6 +644,49 @@ ERRATA_FLASH: list[Erratum] = [
         chapter="book/flash/naive-memory",
         fmt=".3g",
         rel_tol=0.05,
+    ),
+    Erratum(
+        key="flash-quadratic-memory-term",
+        seed="003",
+        location="8.2 online softmax 的核心恒等式（末尾）",
+        claim="显存: O(B·T·H) 而不是 O(B·T·S·H)；以 T = S = 128K、N = 64、H = 128、B = 1 计的元素个数",
+        stated=131072 * 131072 * 128,
+        unit="个元素",
+        compute=lambda: 131072 * 131072 * 64,
+        cause=(
+            "分数矩阵的形状是 [B, N, T, S]，元素数 B·N·T·S，与头维度 H 无关；线性项是输出 O 的 B·N·T·H。"
+            "原文把头数 N 和头维度 H 混为一谈。"
+        ),
+        chapter="book/flash/naive-memory",
+        fmt=".4g",
+    ),
+    Erratum(
+        key="flash-merge-output",
+        seed="003",
+        location="8.2 分块合并公式",
+        claim="只给出 M 与 L 的合并，却说只需维护 M、L、O 三个状态",
+        correction="O = (e^{M¹−M}·L¹·O¹ + e^{M²−M}·L²·O²) / L：输出也必须按新最大值重缩放",
+        verify=_flash_merge_with_output_rescaled,
+        cause=(
+            "只合并 L 得不到输出；按局部和加权而不重缩放的输出与精确注意力不符，"
+            "补上 O 的重缩放后与朴素注意力一致到 1e-12。"
+        ),
+        chapter="book/flash/online-softmax",
+    ),
+    Erratum(
+        key="flash-backward-formula",
+        seed="003",
+        location="8.3 反向传播的巧妙恒等式",
+        claim="d(qᵢ·kⱼ) = (dSᵢⱼ − Sᵢⱼ·Σⱼ dSᵢⱼ)·Sᵢⱼ；按此式算出的 ‖dQ‖（随机 5×7 例子，H = 4）",
+        stated=_flash_dq_seed_formula(),
+        unit="",
+        compute=_flash_dq_correct,
+        cause=(
+            "原文的 dSᵢⱼ 其实是对概率的梯度 dPᵢⱼ = dOᵢ·vⱼ；对分数的梯度是 Pᵢⱼ(dPᵢⱼ − Σₗ Pᵢₗ dPᵢₗ)，"
+            "减去的是以 P 加权的行和，不是 Pᵢⱼ 乘以不加权的行和。正确值与有限差分一致（见测试）。"
+        ),
+        chapter="book/flash/backward",
+        fmt=".4f",
     ),
 ]
 

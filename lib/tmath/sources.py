@@ -298,3 +298,24 @@ register(
     "https://arxiv.org/abs/1606.08415",
     "GELU(x) = x Phi(x); tanh approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).",
 )
+
+# --- Part II-a: counting FLOPs (book/flops/) ----------------------------------------
+register(
+    "meta2024llama3_modelcard",
+    "Meta Llama 3 model card (meta-llama/llama3 repository, MODEL_CARD.md), Hardware and "
+    "Software: Carbon Footprint",
+    "https://github.com/meta-llama/llama3/blob/main/MODEL_CARD.md",
+    "Pretraining on H100-80GB (TDP 700 W): Llama 3 8B 1.3M GPU hours, Llama 3 70B 6.4M GPU "
+    "hours, total 7.7M; 'pretrained on over 15 trillion tokens' (token count 15T+); "
+    "context length 8k.",
+)
+register(
+    "chowdhery2022palm",
+    "PaLM: Scaling Language Modeling with Pathways (Chowdhery et al., 2022), Appendix B: "
+    "Compute Usage and Model FLOPs Utilization",
+    "https://arxiv.org/abs/2204.02311",
+    "MFU = observed tokens/s over the theoretical peak tokens/s at peak FLOP/s; a dense model "
+    "needs 6N matmul FLOPs per token, and 'the matmuls in dense self-attention add 6LH(2QT) "
+    "FLOPs per token' (L layers, H heads, Q head dimension, T sequence length): 6N + 12LHQT. "
+    "Rematerialization is not counted in MFU (it is in hardware FLOPs utilization).",
+)

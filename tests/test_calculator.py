@@ -1,0 +1,55 @@
+"""The calculator: static tables and figures, and the Jupyter widget built outside a kernel."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+
+from tmath import calculator
+
+matplotlib.use("Agg")
+
+
+def test_summary_row_of_llama3_70b_by_hand():
+    (row,) = calculator.summary_rows(["llama3-70b"], seq_len=4096, tp=8)
+    name, t, params_b, active_b, _, _, kv_kib, kv_seq_gb, decode_ms = row
+    assert (name, t) == ("llama3-70b", 4096)
+    assert params_b == pytest.approx(70.553706496)  # the checkpoint's parameter count
+    assert active_b == params_b
+    assert kv_kib == 2 * 80 * 8 * 128 * 2 / 1024  # 2 (K, V) x L x K x H x bf16 bytes
+    assert kv_seq_gb == pytest.approx(327_680 * 4096 / 1e9)
+    # bf16 weights split over 8 GPUs plus the sequence's KV cache, over 3.35 TB/s of HBM.
+    hand = (70_553_706_496 * 2 / 8 + 327_680 * 4096 / 8) / 3.35e12 * 1e3
+    assert decode_ms == pytest.approx(hand, rel=1e-3)
+
+
+def test_short_context_models_are_evaluated_at_their_own_context():
+    (row,) = calculator.summary_rows(["gpt2"], seq_len=4096)
+    assert row[1] == 1024
+
+
+def test_markdown_table_has_a_row_per_model():
+    table = calculator.summary_markdown(["gpt2", "llama3-8b"])
+    assert table.count("\n") == 3 and "| llama3-8b |" in table
+
+
+def test_figure_has_three_panels():
+    fig = calculator.ledger_figure("mixtral-8x7b")
+    assert len(fig.axes) == 3
+
+
+def test_ledger_text_names_the_model_and_settings():
+    text = calculator.ledger_text("qwen2-7b", seq_len=2048, tp=2)
+    assert "qwen2-7b" in text and "T=2048" in text and "tp=2" in text
+
+
+def test_widget_builds_and_redraws(capsys):
+    calculator.widget()
+    assert "llama3-70b" in capsys.readouterr().out
+
+
+def test_bad_model_is_refused():
+    with pytest.raises(TypeError, match="preset name or a tmath.ModelConfig"):
+        calculator.ledger(70e9)
+    with pytest.raises(ValueError):
+        calculator.ledger("llama-9000")

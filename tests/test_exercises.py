@@ -1,0 +1,44 @@
+"""tmath.check: right answers pass, wrong ones fail, the key is never shown, bad input is refused."""
+
+import math
+
+import pytest
+
+import tmath
+from tmath.exercises import labels
+
+
+def test_right_answer_passes_and_wrong_fails():
+    # GPT-3 Small by hand: 12 layers of 12*768^2 + 13*768, embeddings (50257 + 2048) * 768, final LN.
+    by_hand = 12 * (12 * 768**2 + 13 * 768) + (50257 + 2048) * 768 + 2 * 768
+    assert tmath.check(by_hand, "ex-tour-1")
+    assert not tmath.check(by_hand + 768, "ex-tour-1")
+    assert tmath.check(108, "ex-tour-2") and not tmath.check(107, "ex-tour-2")
+
+
+def test_verdict_does_not_reveal_the_key():
+    result = tmath.check(1, "ex-tour-1")
+    assert "125" not in repr(result) and "还不对" in repr(result)
+
+
+def test_tolerance_is_stated():
+    assert "绝对误差" in repr(tmath.check(40.0, "ex-tour-1/share"))
+
+
+@pytest.mark.parametrize("bad", ["12", None, [1, 2]])
+def test_non_numbers_are_refused(bad):
+    with pytest.raises(TypeError, match="answer must be a number"):
+        tmath.check(bad, "ex-tour-1")
+
+
+def test_unknown_label_names_the_fix():
+    with pytest.raises(ValueError, match="no answer key for exercise 'ex-nope'"):
+        tmath.check(1.0, "ex-nope")
+    with pytest.raises(ValueError, match="finite"):
+        tmath.check(float("nan"), "ex-tour-1")
+
+
+def test_every_key_computes_a_finite_number():
+    assert len(labels()) >= 3
+    for label in labels():
+        assert math.isfinite(float(tmath.exercises._KEYS[label].compute())), label

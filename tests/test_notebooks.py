@@ -1,0 +1,43 @@
+"""Hygiene of the saved notebooks: they are the book's regression tests and its static pages."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from test_site import toc_notebooks
+
+NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
+NOT_RUN = {"skip-execution", "nbval-skip"}
+
+
+def ids(path):
+    return str(path.relative_to(ROOT / "book"))
+
+
+def test_every_notebook_is_in_the_toc():
+    assert set(NOTEBOOKS) == set(toc_notebooks())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_notebook_is_saved_executed_and_static(path):
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+    # Saved widget state makes the page load require.js and the widget manager from CDNs.
+    assert "widgets" not in nb.metadata, "strip metadata.widgets (saved widget state)"
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        if not tags & NOT_RUN:
+            assert cell.execution_count is not None, f"cell {i} is not executed: nbval would not compare it"
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            assert "application/vnd.jupyter.widget-view+json" not in data, f"cell {i}: widget output saved"
+            for text in (data.get("application/papermill.record/text/plain"), data.get("text/plain")):
+                assert not (text and "np.float64(" in text), f"cell {i}: glue a float, not a NumPy scalar"
+            if "image/png" in data and "remove-output" not in tags:
+                meta = cell.metadata.get("mystnb", {})
+                assert meta.get("figure", {}).get("caption"), f"cell {i}: figure without a caption"
+                assert meta.get("image", {}).get("alt"), f"cell {i}: figure without alt text"
