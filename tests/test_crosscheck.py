@@ -19,56 +19,21 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 import transformers
-from torch.utils.flop_counter import FlopCounterMode
-from transformers import AutoConfig, AutoModelForCausalLM
 
 import tmath
+from tmath.crosscheck import (
+    FLOP_CONFIGS,
+    SMALL_VARIANTS,
+    hf_param_count,
+    measured_flops,
+    preset_to_hf,
+)
 
 HF_DIR = Path(__file__).parent / "hf_configs"
 HF_FILES = sorted(HF_DIR.glob("*.json"))
 
 transformers.logging.set_verbosity_error()
-
-
-def hf_config(d: dict) -> transformers.PretrainedConfig:
-    d = dict(d)
-    mt = d.pop("model_type")
-    return AutoConfig.for_model(mt, **d)
-
-
-def hf_param_count(d: dict) -> int:
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(hf_config(d))
-    return sum(p.numel() for p in model.parameters())
-
-
-def preset_to_hf(cfg: tmath.ModelConfig) -> dict:
-    """The test's own mapping of a preset back to a transformers config dict."""
-    if cfg.model_type == "gpt2":
-        return dict(model_type="gpt2", n_embd=cfg.hidden_size, n_layer=cfg.num_layers,
-                    n_head=cfg.num_heads, n_positions=cfg.max_position, n_inner=cfg.intermediate_size,
-                    vocab_size=cfg.vocab_size, tie_word_embeddings=cfg.tie_embeddings)
-    d = dict(model_type=cfg.model_type, hidden_size=cfg.hidden_size,
-             intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
-             num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
-             vocab_size=cfg.vocab_size, max_position_embeddings=cfg.max_position,
-             tie_word_embeddings=cfg.tie_embeddings)
-    if cfg.model_type in ("llama", "mistral", "mixtral", "qwen2"):
-        d["head_dim"] = cfg.head_dim
-    if cfg.model_type == "llama":
-        d.update(attention_bias=cfg.qkv_bias, mlp_bias=cfg.mlp_bias)
-    if cfg.model_type == "mixtral":
-        d.update(num_local_experts=cfg.n_routed_experts, num_experts_per_tok=cfg.experts_per_token)
-    if cfg.model_type == "deepseek_v3":
-        d.update(n_routed_experts=cfg.n_routed_experts, n_shared_experts=cfg.n_shared_experts,
-                 num_experts_per_tok=cfg.experts_per_token, first_k_dense_replace=cfg.first_k_dense,
-                 moe_intermediate_size=cfg.moe_intermediate_size, q_lora_rank=cfg.q_lora_rank,
-                 kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
-                 qk_nope_head_dim=cfg.qk_nope_head_dim, v_head_dim=cfg.v_head_dim,
-                 attention_bias=cfg.qkv_bias, n_group=1, topk_group=1)
-    return d
 
 
 def test_config_files_cover_all_model_types():
@@ -104,27 +69,6 @@ def test_presets_match_official_config_files(file, name):
 
 
 # Small MoE/MLA variants, also checked on the meta device (bias switches included).
-SMALL_VARIANTS = {
-    "llama-biases": dict(model_type="llama", hidden_size=64, intermediate_size=96,
-                         num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
-                         vocab_size=101, attention_bias=True, mlp_bias=True),
-    "llama-explicit-head-dim-mqa": dict(model_type="llama", hidden_size=64, intermediate_size=96,
-                                        num_hidden_layers=2, num_attention_heads=4,
-                                        num_key_value_heads=1, head_dim=24, vocab_size=99,
-                                        tie_word_embeddings=True),
-    "gpt2-n-inner-untied": dict(model_type="gpt2", n_embd=48, n_layer=2, n_head=6, n_inner=100,
-                                n_positions=40, vocab_size=77, tie_word_embeddings=False),
-    "deepseek-q-lora-null": dict(model_type="deepseek_v3", hidden_size=64, intermediate_size=96,
-                                 moe_intermediate_size=32, num_hidden_layers=4,
-                                 num_attention_heads=4, num_key_value_heads=4, vocab_size=97,
-                                 n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2,
-                                 first_k_dense_replace=1, q_lora_rank=None, kv_lora_rank=16,
-                                 qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=12,
-                                 n_group=2, topk_group=1, attention_bias=True),
-    "mixtral-small": dict(model_type="mixtral", hidden_size=64, intermediate_size=80,
-                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                          num_local_experts=4, num_experts_per_tok=2, vocab_size=90),
-}
 
 
 @pytest.mark.parametrize("name", SMALL_VARIANTS)
@@ -135,50 +79,6 @@ def test_params_equal_transformers_for_small_variants(name):
 
 
 # ------------------------------------------------------------------ FLOPs
-FLOP_CONFIGS = {
-    "gpt2-tiny": dict(model_type="gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=64,
-                      vocab_size=50, bos_token_id=0, eos_token_id=0),
-    "llama-tiny-gqa": dict(model_type="llama", hidden_size=32, intermediate_size=48,
-                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                           vocab_size=60, bos_token_id=0, eos_token_id=0),
-    "qwen2-tiny": dict(model_type="qwen2", hidden_size=32, intermediate_size=40,
-                       num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
-                       vocab_size=70, bos_token_id=0, eos_token_id=0),
-    "mistral-tiny-head-dim": dict(model_type="mistral", hidden_size=32, intermediate_size=40,
-                                  num_hidden_layers=1, num_attention_heads=4,
-                                  num_key_value_heads=1, head_dim=16, vocab_size=50,
-                                  bos_token_id=0, eos_token_id=0),
-    # MoE and MLA, with transformers' per-expert loop (experts_implementation="eager"):
-    # the default grouped-mm kernel is not seen by FlopCounterMode.
-    "mixtral-tiny": dict(model_type="mixtral", hidden_size=32, intermediate_size=40,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         num_local_experts=4, num_experts_per_tok=2, vocab_size=50,
-                         bos_token_id=0, eos_token_id=0),
-    "deepseek-v3-tiny": dict(model_type="deepseek_v3", hidden_size=32, intermediate_size=48,
-                             moe_intermediate_size=16, num_hidden_layers=3, num_attention_heads=4,
-                             num_key_value_heads=4, vocab_size=50, n_routed_experts=8,
-                             n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1,
-                             q_lora_rank=12, kv_lora_rank=16, qk_rope_head_dim=8,
-                             qk_nope_head_dim=16, v_head_dim=12, n_group=2, topk_group=1,
-                             bos_token_id=0, eos_token_id=0),
-}
-
-
-def measured_flops(d: dict, batch: int, seq_len: int) -> tuple[int, int]:
-    torch.manual_seed(0)
-    d = dict(d)
-    if d["model_type"] in ("mixtral", "deepseek_v3"):
-        d["experts_implementation"] = "eager"
-    model = AutoModelForCausalLM.from_config(hf_config(d), attn_implementation="eager")
-    vocab = d["vocab_size"]
-    ids = torch.randint(0, vocab, (batch, seq_len))
-    with FlopCounterMode(display=False) as fwd:
-        model(ids)
-    model.zero_grad()
-    with FlopCounterMode(display=False) as train:
-        out = model(ids)
-        out.logits.sum().backward()
-    return fwd.get_total_flops(), train.get_total_flops()
 
 
 @pytest.mark.parametrize("name", FLOP_CONFIGS)

@@ -41,3 +41,21 @@ def test_notebook_is_saved_executed_and_static(path):
                 meta = cell.metadata.get("mystnb", {})
                 assert meta.get("figure", {}).get("caption"), f"cell {i}: figure without a caption"
                 assert meta.get("image", {}).get("alt"), f"cell {i}: figure without alt text"
+
+
+def test_only_excluded_notebooks_need_torch():
+    """`make book` has no torch: a notebook that imports it must be excluded from build execution."""
+    import re
+    from pathlib import PurePosixPath
+
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    patterns = config["execute"]["exclude_patterns"]
+    needs_torch = re.compile(r"^\s*(import|from)\s+(torch|transformers|tmath\.crosscheck)\b"
+                             r"|^\s*from\s+tmath\s+import\s+.*\bcrosscheck\b", re.M)
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        excluded = any(PurePosixPath(path.as_posix()).match(p) for p in patterns)
+        assert bool(needs_torch.search(source)) == excluded, f"{ids(path)}: torch import vs exclude_patterns"

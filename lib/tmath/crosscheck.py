@@ -1,0 +1,247 @@
+"""Build Hugging Face transformers models from tmath configs and count their FLOPs with PyTorch.
+
+The ledger of :mod:`tmath.flops` / :mod:`tmath.params` is checked against an
+independent implementation: the transformers model of the same config, whose
+parameters are counted with ``numel`` and whose matmul FLOPs are counted by
+``torch.utils.flop_counter.FlopCounterMode``.
+
+``torch`` and ``transformers`` are optional: they are imported inside the
+functions, so ``import tmath`` (and this module) works without them.
+
+Conventions of the measurement (see :func:`measured_flops`):
+
+* float32 on CPU, ``torch.manual_seed(0)`` before building the model, random
+  token ids; the counts depend only on shapes, never on the values.
+* ``attn_implementation="eager"`` is pinned: on CPU the default "sdpa" path
+  dispatches to a fused flash-attention kernel that FlopCounterMode does not
+  count, so only eager attention gives a meaningful number. MoE models also pin
+  ``experts_implementation="eager"`` (a loop of per-expert matmuls).
+* One forward pass is counted, then ``logits.sum().backward()`` by a second
+  counter; "train" = forward + backward (the optimizer step is not counted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "SMALL_VARIANTS",
+    "FLOP_CONFIGS",
+    "hf_config",
+    "hf_param_count",
+    "preset_to_hf",
+    "FlopMeasurement",
+    "measure",
+    "measured_flops",
+]
+
+_MOE_TYPES = ("mixtral", "deepseek_v3")
+
+
+def _check_dict(d: Any) -> dict:
+    if not isinstance(d, dict) or "model_type" not in d:
+        raise ValueError(
+            "config must be a dict with a 'model_type' key (a transformers config.json as a dict), "
+            f"got {type(d).__name__}"
+        )
+    return dict(d)
+
+
+def _check_pos_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name} must be an int, got {v!r}")
+    if v <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {v}")
+    return v
+
+
+def hf_config(d: dict) -> Any:
+    """A ``transformers.PretrainedConfig`` from a config.json-style dict (``model_type`` required)."""
+    from transformers import AutoConfig
+
+    d = _check_dict(d)
+    mt = d.pop("model_type")
+    return AutoConfig.for_model(mt, **d)
+
+
+def hf_param_count(d: dict) -> int:
+    """``sum(p.numel() for p in model.parameters())`` of the transformers model of ``d``.
+
+    The model is built on the meta device (no memory, no weights): tied weights
+    are one parameter and are counted once.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg = hf_config(d)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+def preset_to_hf(cfg: Any) -> dict:
+    """Map a :class:`tmath.ModelConfig` back to a transformers config dict.
+
+    Supported model types: gpt2, llama, mistral, mixtral, qwen2, deepseek_v3.
+    """
+    from tmath.config import ModelConfig
+
+    if not isinstance(cfg, ModelConfig):
+        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+    if cfg.model_type == "gpt2":
+        return dict(model_type="gpt2", n_embd=cfg.hidden_size, n_layer=cfg.num_layers,
+                    n_head=cfg.num_heads, n_positions=cfg.max_position,
+                    n_inner=cfg.intermediate_size, vocab_size=cfg.vocab_size,
+                    tie_word_embeddings=cfg.tie_embeddings)
+    d = dict(model_type=cfg.model_type, hidden_size=cfg.hidden_size,
+             intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
+             num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
+             vocab_size=cfg.vocab_size, max_position_embeddings=cfg.max_position,
+             tie_word_embeddings=cfg.tie_embeddings)
+    if cfg.model_type in ("llama", "mistral", "mixtral", "qwen2"):
+        d["head_dim"] = cfg.head_dim
+    if cfg.model_type == "llama":
+        d.update(attention_bias=cfg.qkv_bias, mlp_bias=cfg.mlp_bias)
+    if cfg.model_type == "mixtral":
+        d.update(num_local_experts=cfg.n_routed_experts, num_experts_per_tok=cfg.experts_per_token)
+    if cfg.model_type == "deepseek_v3":
+        d.update(n_routed_experts=cfg.n_routed_experts, n_shared_experts=cfg.n_shared_experts,
+                 num_experts_per_tok=cfg.experts_per_token, first_k_dense_replace=cfg.first_k_dense,
+                 moe_intermediate_size=cfg.moe_intermediate_size, q_lora_rank=cfg.q_lora_rank,
+                 kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
+                 qk_nope_head_dim=cfg.qk_nope_head_dim, v_head_dim=cfg.v_head_dim,
+                 attention_bias=cfg.qkv_bias, n_group=1, topk_group=1)
+    return d
+
+
+def _build(d: dict) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    d = _check_dict(d)
+    if d["model_type"] in _MOE_TYPES:
+        d["experts_implementation"] = "eager"
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(hf_config(d), attn_implementation="eager")
+
+
+def _ids(d: dict, batch: int, seq_len: int) -> Any:
+    import torch
+
+    vocab = d.get("vocab_size")
+    if not isinstance(vocab, int) or vocab <= 0:
+        raise ValueError("config dict needs a positive int 'vocab_size' to draw token ids")
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, vocab, (batch, seq_len), generator=g)
+
+
+@dataclass(frozen=True)
+class FlopMeasurement:
+    """What ``FlopCounterMode`` counted for one forward and one backward pass.
+
+    ``forward_by_op`` / ``backward_by_op`` map aten op names (``"mm"``,
+    ``"addmm"``, ``"bmm"``, ...) to FLOPs; they sum to ``forward`` / ``backward``.
+    """
+
+    batch: int
+    seq_len: int
+    forward: int
+    backward: int
+    forward_by_op: dict[str, int] = field(default_factory=dict)
+    backward_by_op: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def train(self) -> int:
+        """Forward + backward FLOPs (one training step without the optimizer)."""
+        return self.forward + self.backward
+
+
+def _by_op(counter: Any) -> dict[str, int]:
+    per_op = counter.get_flop_counts().get("Global", {})
+    return {str(op).split(".")[-1]: int(v) for op, v in per_op.items()}
+
+
+def measure(d: dict, batch: int, seq_len: int) -> FlopMeasurement:
+    """Count the FLOPs of one forward and one backward pass of the transformers model of ``d``.
+
+    One model is built (float32, CPU, eager attention, ``torch.manual_seed(0)``);
+    ``batch`` x ``seq_len`` random token ids go through one forward pass, counted
+    by one ``FlopCounterMode``, then ``logits.sum().backward()``, counted by a
+    second one. Only shapes matter to the counts, so they are deterministic.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _check_pos_int("batch", batch)
+    _check_pos_int("seq_len", seq_len)
+    model = _build(d)
+    ids = _ids(d, batch, seq_len)
+    with FlopCounterMode(display=False) as fwd:
+        out = model(ids)
+    with FlopCounterMode(display=False) as bwd:
+        out.logits.sum().backward()
+    return FlopMeasurement(batch, seq_len, int(fwd.get_total_flops()), int(bwd.get_total_flops()),
+                           _by_op(fwd), _by_op(bwd))
+
+
+def measured_flops(d: dict, batch: int, seq_len: int) -> tuple[int, int]:
+    """(forward, forward + backward) FLOPs that ``FlopCounterMode`` counts for ``d`` (see :func:`measure`)."""
+    m = measure(d, batch, seq_len)
+    return m.forward, m.train
+
+
+# ------------------------------------------------------------------ configs to check
+# Small variants that switch on what the presets do not (biases, explicit head_dim, MQA,
+# untied embeddings, MLA without a query bottleneck, several shared experts); their
+# parameters are checked on the meta device.
+SMALL_VARIANTS = {
+    "llama-biases": dict(model_type="llama", hidden_size=64, intermediate_size=96,
+                         num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+                         vocab_size=101, attention_bias=True, mlp_bias=True),
+    "llama-explicit-head-dim-mqa": dict(model_type="llama", hidden_size=64, intermediate_size=96,
+                                        num_hidden_layers=2, num_attention_heads=4,
+                                        num_key_value_heads=1, head_dim=24, vocab_size=99,
+                                        tie_word_embeddings=True),
+    "gpt2-n-inner-untied": dict(model_type="gpt2", n_embd=48, n_layer=2, n_head=6, n_inner=100,
+                                n_positions=40, vocab_size=77, tie_word_embeddings=False),
+    "deepseek-q-lora-null": dict(model_type="deepseek_v3", hidden_size=64, intermediate_size=96,
+                                 moe_intermediate_size=32, num_hidden_layers=4,
+                                 num_attention_heads=4, num_key_value_heads=4, vocab_size=97,
+                                 n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2,
+                                 first_k_dense_replace=1, q_lora_rank=None, kv_lora_rank=16,
+                                 qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=12,
+                                 n_group=2, topk_group=1, attention_bias=True),
+    "mixtral-small": dict(model_type="mixtral", hidden_size=64, intermediate_size=80,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                          num_local_experts=4, num_experts_per_tok=2, vocab_size=90),
+}
+
+
+# Tiny real models, one or more per model type, whose FLOPs FlopCounterMode counts.
+FLOP_CONFIGS = {
+    "gpt2-tiny": dict(model_type="gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                      vocab_size=50, bos_token_id=0, eos_token_id=0),
+    "llama-tiny-gqa": dict(model_type="llama", hidden_size=32, intermediate_size=48,
+                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                           vocab_size=60, bos_token_id=0, eos_token_id=0),
+    "qwen2-tiny": dict(model_type="qwen2", hidden_size=32, intermediate_size=40,
+                       num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=2,
+                       vocab_size=70, bos_token_id=0, eos_token_id=0),
+    "mistral-tiny-head-dim": dict(model_type="mistral", hidden_size=32, intermediate_size=40,
+                                  num_hidden_layers=1, num_attention_heads=4,
+                                  num_key_value_heads=1, head_dim=16, vocab_size=50,
+                                  bos_token_id=0, eos_token_id=0),
+    # MoE and MLA, with transformers' per-expert loop (experts_implementation="eager"):
+    # the default grouped-mm kernel is not seen by FlopCounterMode.
+    "mixtral-tiny": dict(model_type="mixtral", hidden_size=32, intermediate_size=40,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         num_local_experts=4, num_experts_per_tok=2, vocab_size=50,
+                         bos_token_id=0, eos_token_id=0),
+    "deepseek-v3-tiny": dict(model_type="deepseek_v3", hidden_size=32, intermediate_size=48,
+                             moe_intermediate_size=16, num_hidden_layers=3, num_attention_heads=4,
+                             num_key_value_heads=4, vocab_size=50, n_routed_experts=8,
+                             n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1,
+                             q_lora_rank=12, kv_lora_rank=16, qk_rope_head_dim=8,
+                             qk_nope_head_dim=16, v_head_dim=12, n_group=2, topk_group=1,
+                             bos_token_id=0, eos_token_id=0),
+}
