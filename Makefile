@@ -15,7 +15,6 @@ TEST_STAMP := $(VENV)/.requirements-crosscheck.stamp
 LIB_SOURCES := $(shell find lib/tmath -name '*.py' 2>/dev/null)
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-export MPLBACKEND := Agg
 
 .PHONY: book book-student pdf test lab clean browser
 

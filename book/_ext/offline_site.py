@@ -8,7 +8,9 @@
 
 2. MathJax on every page: navigation titles can contain math.
 
-3. The student edition. With ``BOOK_EDITION=student`` in the environment (what
+3. sphinx-proof writes a hard-coded "Proof." before each proof: here it says 证明.
+
+4. The student edition. With ``BOOK_EDITION=student`` in the environment (what
    ``make book-student`` sets) every exercise solution is removed from the pages.
    sphinx-exercise's own ``hide_solutions`` drops only the ``solution-start``
    marker of a gated solution and leaves the cells between the markers on the
@@ -49,6 +51,24 @@ class RemoveSolutions(SphinxTransform):
             node.parent.remove(node)
 
 
+class ChineseProofLabel(SphinxTransform):
+    """sphinx-proof prefixes every proof with the hard-coded English "Proof. "; say 证明 instead."""
+
+    default_priority = 500
+
+    def apply(self) -> None:
+        from docutils import nodes
+
+        for adm in self.document.findall(nodes.admonition):
+            if "proof" not in adm["classes"] or not adm.children:
+                continue
+            para = adm.children[0]
+            if isinstance(para, nodes.paragraph) and para.children and isinstance(para[0], nodes.Text):
+                text = str(para[0])
+                if text.startswith("Proof. "):
+                    para.replace(para[0], nodes.Text("证明　" + text[len("Proof. "):]))
+
+
 def setup(app):
     # Chapter titles with math appear in the navigation of every page, so every page
     # needs MathJax (Sphinx otherwise loads it only on pages whose body has math).
@@ -57,4 +77,5 @@ def setup(app):
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
     app.add_transform(RemoveSolutions)
+    app.add_transform(ChineseProofLabel)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

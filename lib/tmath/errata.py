@@ -75,7 +75,7 @@ class Erratum:
             stated = f"{self.stated:{self.fmt}} {self.unit}".strip()
             recomputed = f"{self.recomputed():{self.fmt}} {self.unit}".strip()
         else:
-            stated, recomputed = "（公式）", self.correction
+            stated, recomputed = "公式", self.correction
         return {
             "key": self.key,
             "seed": self.seed,
