@@ -42,3 +42,28 @@ def test_every_key_computes_a_finite_number():
     assert len(labels()) >= 3
     for label in labels():
         assert math.isfinite(float(tmath.exercises._KEYS[label].compute())), label
+
+
+def test_every_key_belongs_to_an_exercise_in_the_book():
+    import re
+
+    from conftest import ROOT
+
+    labels_in_book = set()
+    for path in (ROOT / "book").rglob("*.ipynb"):
+        labels_in_book |= set(re.findall(r":label: (ex-[\w.-]+)", path.read_text(encoding="utf-8")))
+    orphans = [k for k in labels() if k.split("/")[0] not in labels_in_book]
+    assert not orphans, f"answer keys without an exercise: {orphans}"
+
+
+def test_every_check_hint_in_the_book_has_a_key():
+    import re
+
+    from conftest import ROOT
+
+    hinted = set()
+    for path in (ROOT / "book").rglob("*.ipynb"):
+        text = path.read_text(encoding="utf-8")
+        hinted |= set(re.findall(r'tmath\.check\([^,()]+, \\?"(ex-[\w./-]+)\\?"\)', text))
+    missing = sorted(hinted - set(labels()))
+    assert hinted and not missing, f"exercises that point to tmath.check but have no key: {missing}"

@@ -96,5 +96,5 @@ def check(value, label: str) -> CheckResult:
 
 
 def _load() -> None:
-    # Importing the module registers the keys (kept separate so this file stays small).
-    from tmath import answers  # noqa: F401
+    # Importing the package registers the keys (one module per part of the book).
+    from tmath import answer_keys  # noqa: F401

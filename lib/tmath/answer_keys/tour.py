@@ -1,16 +1,10 @@
-"""Answer keys of the book's exercises, one block per chapter (see :mod:`tmath.exercises`).
-
-Keys are computed with tmath, never typed.  A multi-part exercise registers
-``label/part`` keys.
-"""
+"""Answer keys of the exercises of book/intro/tour (see :mod:`tmath.exercises`)."""
 
 from __future__ import annotations
 
 import math
 
 from tmath.exercises import answer
-
-# --- book/intro/tour ---------------------------------------------------------
 
 
 @answer("ex-tour-1", rel_tol=0, abs_tol=0.5, unit="parameters")

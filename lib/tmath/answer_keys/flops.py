@@ -1,0 +1,5 @@
+"""Answer keys of the exercises of book/flops/ (see :mod:`tmath.exercises`)."""
+
+from __future__ import annotations
+
+from tmath.exercises import answer  # noqa: F401
