@@ -122,3 +122,19 @@ def test_sweep_bad_input():
         flops_vs_seq_len(cfg, [0, 5])
     with pytest.raises(ValueError, match="seq_lens"):
         flops_vs_seq_len(cfg, [1.5])
+
+
+def test_closed_pipe_is_not_a_traceback():
+    # `python -m tmath ledger ... | head`: the reader has gone away before the ledger is printed.
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tmath", "ledger", "--preset", "llama3-70b"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -278,12 +279,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             gpu=args.gpu,
             recipe=args.recipe,
         )
-        print(json.dumps(led, indent=2) if args.json else _render(led))
+        _emit(json.dumps(led, indent=2) if args.json else _render(led))
         return 0
     except (_UsageError, ValueError, TypeError) as e:
         msg = " ".join(str(e).split())
         print(f"tmath: error: {msg}", file=sys.stderr)
         return 2
+
+
+def _emit(text: str) -> None:
+    """Print, and stop quietly if the reader closed the pipe (``python -m tmath ledger ... | head``)."""
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover
