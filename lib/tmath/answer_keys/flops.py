@@ -1,5 +1,204 @@
-"""Answer keys of the exercises of book/flops/ (see :mod:`tmath.exercises`)."""
+"""Answer keys of the exercises of book/flops/ (see :mod:`tmath.exercises`).
+
+Conventions: FLOPs count a multiply-add as 2; bytes are the minimum traffic of
+:func:`tmath.roofline.op_cost` (bf16 = 2 bytes per value); H100 numbers come
+from ``get_hardware("H100")`` (dense bf16 peak, HBM bandwidth); percentages are
+in percentage points.
+"""
 
 from __future__ import annotations
 
-from tmath.exercises import answer  # noqa: F401
+import math
+from fractions import Fraction
+
+from tmath.exercises import answer
+
+# ----------------------------------------------------------------------- units
+
+
+def _llama70b_down():
+    from tmath import preset, roofline
+
+    cfg = preset("llama3-70b")
+    return roofline.op_cost("matmul", 2048, cfg.intermediate_size, cfg.hidden_size)
+
+
+@answer("ex-units-1/flops", rel_tol=0.01, unit="FLOPs")
+def _units_1_flops() -> float:
+    return _llama70b_down().flops
+
+
+@answer("ex-units-1/bytes", rel_tol=0.01, unit="bytes")
+def _units_1_bytes() -> float:
+    return _llama70b_down().bytes
+
+
+@answer("ex-units-1/intensity", rel_tol=0.01, unit="FLOP/byte")
+def _units_1_intensity() -> float:
+    return _llama70b_down().intensity
+
+
+def _units_2(bytes_per_value: int) -> int:
+    # Square matmul: 2N^3 FLOPs over 3 b N^2 bytes = 2N / (3b); smallest N with 2N/(3b) >= ridge.
+    from tmath import get_hardware
+
+    h100 = get_hardware("H100")
+    ridge = Fraction(int(h100.dense_flops), int(h100.hbm_bandwidth))
+    return math.ceil(ridge * 3 * bytes_per_value / 2)
+
+
+@answer("ex-units-2/bf16", rel_tol=0, abs_tol=0.5)
+def _units_2_bf16() -> float:
+    return _units_2(2)
+
+
+@answer("ex-units-2/fp32", rel_tol=0, abs_tol=0.5)
+def _units_2_fp32() -> float:
+    return _units_2(4)
+
+
+@answer("ex-units-4", rel_tol=0, abs_tol=0.5, unit="FLOPs")
+def _units_4() -> float:
+    from tmath import einsum_flops
+
+    return einsum_flops("bij,bjk->bik", (8, 64, 64), (8, 64, 64))
+
+
+@answer("ex-units-5", rel_tol=0, abs_tol=0.5, unit="sequences")
+def _units_5() -> float:
+    from tmath import get_hardware, preset, roofline
+
+    cfg, h100 = preset("llama3-70b"), get_hardware("H100")
+    return next(bb for bb in range(1, 4096)
+                if roofline.op_cost("matmul", bb, cfg.hidden_size, cfg.intermediate_size).intensity
+                > h100.ridge_intensity)
+
+
+# ---------------------------------------------------------------------- six-pt
+
+
+def _gpt3_forward_per_token() -> float:
+    from tmath import forward_flops, preset
+
+    cfg = preset("gpt3-175b")
+    return forward_flops(cfg, seq_len=cfg.max_position).total / cfg.max_position
+
+
+@answer("ex-sixpt-1/flops", rel_tol=0.01, unit="FLOPs")
+def _sixpt_1_flops() -> float:
+    return _gpt3_forward_per_token()
+
+
+@answer("ex-sixpt-1/ratio", rel_tol=1e-3)
+def _sixpt_1_ratio() -> float:
+    from tmath import count_params, preset
+
+    return _gpt3_forward_per_token() / (2 * count_params(preset("gpt3-175b")).total)
+
+
+@answer("ex-sixpt-2", rel_tol=0, abs_tol=0.1, unit="%")
+def _sixpt_2() -> float:
+    from tmath import get_hardware, preset, roofline, six_n_t
+
+    run = roofline.reported_run("llama3-8b")
+    flops = six_n_t(preset(run.preset), int(run.tokens))
+    return 100 * roofline.implied_mfu(flops, run.gpu_hours, get_hardware(run.gpu).dense_flops)
+
+
+def _matmul_train_per_param_token(*einsums) -> Fraction:
+    # C = A B with A [n, p], B [p, m]: FLOPs of the listed einsums per parameter of B per token (row of A).
+    from tmath import einsum_flops
+
+    n, p, m = 3, 5, 7
+    shapes = {"ij": (n, p), "jk": (p, m), "ik": (n, m)}
+    total = sum(einsum_flops(f"{a},{b}->{c}", shapes[a], shapes[b]) for a, b, c in einsums)
+    return Fraction(total, p * m * n)
+
+
+@answer("ex-sixpt-3/frozen", rel_tol=0, abs_tol=0.5)
+def _sixpt_3_frozen() -> float:
+    # forward A B plus the input gradient G B^T (no weight gradient A^T G).
+    return float(_matmul_train_per_param_token(("ij", "jk", "ik"), ("ik", "jk", "ij")))
+
+
+@answer("ex-sixpt-3/first", rel_tol=0, abs_tol=0.5)
+def _sixpt_3_first() -> float:
+    return float(_matmul_train_per_param_token(("ij", "jk", "ik")))
+
+
+def _llama70b_days(mfu: float | None) -> float:
+    from tmath import get_hardware, preset, roofline, six_n_t
+
+    run = roofline.reported_run("llama3-70b")
+    peak = get_hardware(run.gpu).dense_flops
+    flops = six_n_t(preset("llama3-70b"), int(run.tokens))
+    if mfu is None:
+        mfu = roofline.implied_mfu(flops, run.gpu_hours, peak)
+    return roofline.gpu_hours(flops, peak, mfu) / 6400 / 24
+
+
+@answer("ex-sixpt-4/mfu40", rel_tol=0.01, unit="days")
+def _sixpt_4_mfu40() -> float:
+    return _llama70b_days(0.40)
+
+
+@answer("ex-sixpt-4/card", rel_tol=0.01, unit="days")
+def _sixpt_4_card() -> float:
+    return _llama70b_days(None)
+
+
+@answer("ex-sixpt-5", rel_tol=0, abs_tol=0.01, unit="%")
+def _sixpt_5() -> float:
+    from tmath import count_params, preset
+
+    p = count_params(preset("llama3-70b"))
+    return 100 * p.breakdown["embedding"] / p.total
+
+
+# -------------------------------------------------------------- when-6pt-fails
+
+
+@answer("ex-fails-1", rel_tol=0, abs_tol=1, unit="tokens")
+def _fails_1() -> float:
+    # Exact per-sequence FLOPs p T + q T^2; 6 N T underestimates by 10% when 6 N T = 0.9 (p T + q T^2).
+    from tmath import count_params, preset, sweep
+
+    llama = preset("llama3-70b")
+    p_lin, q_quad = sweep.quadratic_coefficients(llama)
+    six = 6 * count_params(llama).active
+    return math.ceil((six / 0.9 - p_lin) / q_quad)
+
+
+@answer("ex-fails-2", rel_tol=0, abs_tol=0.05, unit="%")
+def _fails_2() -> float:
+    from tmath import count_params, preset
+
+    g3 = preset("gpt3-175b")
+    attn = 12 * g3.num_layers * g3.num_heads * g3.head_dim * 2048
+    return 100 * attn / (6 * count_params(g3).total + attn)
+
+
+@answer("ex-fails-3", rel_tol=1e-3)
+def _fails_3() -> float:
+    from tmath import count_params, preset
+
+    mx = count_params(preset("mixtral-8x7b"))
+    return mx.total / mx.active
+
+
+@answer("ex-fails-4", rel_tol=0, abs_tol=0.05, unit="%")
+def _fails_4() -> float:
+    from tmath import preset, training_flops
+
+    llama = preset("llama3-70b")
+    full = training_flops(llama, seq_len=131072).total
+    causal = training_flops(llama, seq_len=131072, causal=True).total
+    return 100 * (1 - causal / full)
+
+
+@answer("ex-fails-5", rel_tol=0, abs_tol=0.05, unit="%")
+def _fails_5() -> float:
+    from tmath import preset, training_flops
+
+    b = training_flops(preset("gpt2"), seq_len=1024)
+    return 100 * b.breakdown["lm_head"] / b.total

@@ -1,5 +1,201 @@
-"""Answer keys of the exercises of book/gpt3/ (see :mod:`tmath.exercises`)."""
+"""Answer keys of the exercises of book/gpt3/ (see :mod:`tmath.exercises`).
+
+Conventions: parameter and element counts are exact integers; bytes are
+reported in GB = 10^9 bytes (fp16 = 2 bytes per value); percentages are in
+percentage points.
+"""
 
 from __future__ import annotations
 
-from tmath.exercises import answer  # noqa: F401
+import math
+
+from tmath.exercises import answer
+
+# ---------------------------------------------------------------- architecture
+
+
+@answer("ex-arch-1/layer", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _arch_1_layer() -> float:
+    from tmath import preset, symbolic
+
+    xl = preset("gpt3-1.3b")
+    expr = symbolic.gpt_layer_params()
+    return int(expr.subs({symbolic.d: xl.hidden_size, symbolic.f: xl.intermediate_size}))
+
+
+@answer("ex-arch-1/share", rel_tol=0, abs_tol=0.05, unit="%")
+def _arch_1_share() -> float:
+    from tmath import count_params, preset
+
+    xl = preset("gpt3-1.3b")
+    return 100 * (xl.vocab_size + xl.max_position) * xl.hidden_size / count_params(xl).total
+
+
+@answer("ex-arch-3/gb", rel_tol=0.01, unit="GB")
+def _arch_3_gb() -> float:
+    from tmath import count_params, preset
+
+    return 2 * count_params(preset("gpt3-175b")).total / 1e9
+
+
+@answer("ex-arch-3/gpus", rel_tol=0, abs_tol=0.5, unit="GPUs")
+def _arch_3_gpus() -> float:
+    from tmath import count_params, get_hardware, preset
+
+    w_bytes = 2 * count_params(preset("gpt3-175b")).total
+    return math.ceil(w_bytes / get_hardware("H100").hbm_bytes)
+
+
+def _arch_4(recompute: str) -> float:
+    """Activation bytes of one layer on one GPU (t = 8 + sequence parallel), whole batch, in GB."""
+    from tmath import activation_bytes_per_layer, gpt, preset
+
+    cfg = preset("gpt3-175b")
+    seqs = gpt.GPT3_TRAINING["gpt3-175b"][0] / cfg.max_position
+    per_seq = activation_bytes_per_layer(cfg.max_position, 1, cfg.hidden_size, cfg.num_heads,
+                                         recompute=recompute, tp=8, sequence_parallel=True)
+    return per_seq * seqs / 1e9
+
+
+@answer("ex-arch-4/none", rel_tol=0.01, unit="GB")
+def _arch_4_none() -> float:
+    return _arch_4("none")
+
+
+@answer("ex-arch-4/selective", rel_tol=0.01, unit="GB")
+def _arch_4_selective() -> float:
+    return _arch_4("selective")
+
+
+@answer("ex-arch-5", rel_tol=0, abs_tol=0.5, unit="tokens")
+def _arch_5() -> float:
+    from tmath import preset
+
+    return preset("gpt3-175b").vocab_size
+
+
+# --------------------------------------------------------------------- forward
+
+
+@answer("ex-fwd-1/elements", rel_tol=0, abs_tol=0.5, unit="elements")
+def _fwd_1_elements() -> float:
+    from tmath import gpt, preset
+
+    full = preset("gpt3-175b")
+    shape = {s.op: s.shape for s in gpt.shape_trace(full, full.max_position) if s.layer == 0}["scores"]
+    return math.prod(shape)
+
+
+@answer("ex-fwd-1/mb", rel_tol=0.01, unit="MB")
+def _fwd_1_mb() -> float:
+    return 2 * _fwd_1_elements() / 1e6
+
+
+@answer("ex-fwd-3/p", rel_tol=0.01)
+def _fwd_3_p() -> float:
+    from tmath import preset
+
+    v = preset("gpt3-175b").vocab_size
+    return math.exp(10) / (math.exp(10) + v - 1)
+
+
+@answer("ex-fwd-3/gap", rel_tol=0.01)
+def _fwd_3_gap() -> float:
+    from tmath import preset
+
+    return math.log(preset("gpt3-175b").vocab_size - 1)
+
+
+@answer("ex-fwd-4/extra", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _fwd_4_extra() -> float:
+    from tmath import count_params, preset
+
+    full = preset("gpt3-175b")
+    return count_params(full.replace(tie_embeddings=False)).total - count_params(full).total
+
+
+@answer("ex-fwd-4/share", rel_tol=0, abs_tol=0.005, unit="%")
+def _fwd_4_share() -> float:
+    from tmath import count_params, preset
+
+    return 100 * _fwd_4_extra() / count_params(preset("gpt3-175b")).total
+
+
+# ------------------------------------------------------------------- multihead
+
+
+@answer("ex-mh-1/head-dim", rel_tol=0, abs_tol=0.5, unit="dimensions")
+def _mh_1_head_dim() -> float:
+    from tmath import preset
+
+    return preset("gpt3-2.7b").head_dim
+
+
+@answer("ex-mh-1/per-head", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _mh_1_per_head() -> float:
+    from tmath import preset
+
+    c = preset("gpt3-2.7b")
+    return c.hidden_size * c.head_dim
+
+
+@answer("ex-mh-1/all", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _mh_1_all() -> float:
+    from tmath import preset
+
+    return 4 * preset("gpt3-2.7b").num_heads * _mh_1_per_head()
+
+
+def _seed_score_gap(i: int) -> float:
+    from tmath.errata import HEIMAOSHUI_WEIGHTS_STATED as w
+
+    return math.log(w[i + 1] / w[i])
+
+
+@answer("ex-mh-3/s2-s1", rel_tol=0, abs_tol=5e-4)
+def _mh_3_d21() -> float:
+    return _seed_score_gap(0)
+
+
+@answer("ex-mh-3/s3-s2", rel_tol=0, abs_tol=5e-4)
+def _mh_3_d32() -> float:
+    return _seed_score_gap(1)
+
+
+# The exercise's given data: the seed's unscaled dot products q_3 . k_j (full 128 dims).
+_SEED_DOTS = (0.33, 0.52, 0.71)
+
+
+def _mh_4_weights():
+    import numpy as np
+
+    from tmath import gpt
+
+    return gpt.softmax(np.array(_SEED_DOTS))
+
+
+@answer("ex-mh-4/alpha1", rel_tol=0, abs_tol=5e-4)
+def _mh_4_alpha1() -> float:
+    return float(_mh_4_weights()[0])
+
+
+@answer("ex-mh-4/alpha3", rel_tol=0, abs_tol=5e-4)
+def _mh_4_alpha3() -> float:
+    return float(_mh_4_weights()[2])
+
+
+@answer("ex-mh-4/head", rel_tol=0, abs_tol=5e-4)
+def _mh_4_head() -> float:
+    import numpy as np
+
+    from tmath.errata import HEIMAOSHUI_V
+
+    return float(_mh_4_weights() @ np.array(HEIMAOSHUI_V)[:, 0])
+
+
+@answer("ex-mh-5", rel_tol=0, abs_tol=0.5)
+def _mh_5() -> float:
+    # Theory: q . k is a sum of d_k independent products of variance 1, so its variance is d_k.
+    from tmath import preset
+
+    return preset("gpt3-175b").head_dim

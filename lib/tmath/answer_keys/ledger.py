@@ -1,5 +1,404 @@
-"""Answer keys of the exercises of book/ledger/ (see :mod:`tmath.exercises`)."""
+"""Answer keys of the exercises of book/ledger/ (see :mod:`tmath.exercises`).
+
+Conventions: parameter and sequence counts are exact integers (``abs_tol=0.5``);
+quantities a student rounds (GB, ms, FLOPs, tokens of a critical batch) get
+``rel_tol=0.01``; percentages are in percentage points with an absolute
+tolerance. GB means 10^9 bytes.
+"""
 
 from __future__ import annotations
 
-from tmath.exercises import answer  # noqa: F401
+from tmath.exercises import answer
+
+# --- book/ledger/full-ledger -------------------------------------------------------------
+
+
+@answer("ex-full-ledger-1/mlp", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _full_ledger_1_mlp() -> float:
+    """Gated-MLP parameters of one Llama 3 8B layer."""
+    from tmath import count_params, preset
+
+    cfg = preset("llama3-8b")
+    return count_params(cfg).breakdown["mlp"] / cfg.num_layers
+
+
+@answer("ex-full-ledger-1/attn", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _full_ledger_1_attn() -> float:
+    """Q/K/V/O projection parameters of one Llama 3 8B layer."""
+    from tmath import count_params, preset
+
+    cfg = preset("llama3-8b")
+    return count_params(cfg).breakdown["attention"] / cfg.num_layers
+
+
+@answer("ex-full-ledger-1/norms", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _full_ledger_1_norms() -> float:
+    """RMSNorm weights of one Llama 3 8B layer (two norms of width D; final norm excluded)."""
+    from tmath import preset
+
+    return 2 * preset("llama3-8b").hidden_size
+
+
+@answer("ex-full-ledger-1/share", rel_tol=0, abs_tol=0.05, unit="%")
+def _full_ledger_1_share() -> float:
+    """MLP share of all Llama 3 8B parameters, in percent."""
+    from tmath import count_params, preset
+
+    p = count_params(preset("llama3-8b"))
+    return 100 * p.breakdown["mlp"] / p.total
+
+
+@answer("ex-full-ledger-3", rel_tol=0.01, unit="parameters")
+def _full_ledger_3() -> float:
+    """Parameters Llama 3 70B saves going from GQA (K=8) to MQA (K=1), whole model."""
+    from tmath import count_params, preset
+
+    cfg = preset("llama3-70b")
+    return count_params(cfg).total - count_params(cfg.replace(num_kv_heads=1)).total
+
+
+@answer("ex-full-ledger-4", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _full_ledger_4() -> float:
+    """Q/K/V bias parameters of Qwen2-7B: L (N + 2K) H."""
+    from tmath import preset
+    from tmath import symbolic as S
+
+    cfg = preset("qwen2-7b")
+    vals = S.ledger_subs(cfg)
+    with_bias = S.ledger_for(cfg)["attention_proj"][0].subs(vals)
+    return int(with_bias - S.ledger_model("gated")["attention_proj"][0].subs(vals))
+
+
+@answer("ex-full-ledger-5/params", rel_tol=0.01, unit="parameters")
+def _full_ledger_5_params() -> float:
+    """Parameters Llama 3 70B loses when its gated MLP becomes a two-matrix MLP with F = 4D."""
+    from tmath import preset
+
+    cfg = preset("llama3-70b")
+    d = cfg.hidden_size
+    return cfg.num_layers * (3 * d * cfg.intermediate_size - 2 * d * (4 * d))
+
+
+@answer("ex-full-ledger-5/flops", rel_tol=0.01, unit="FLOPs per token")
+def _full_ledger_5_flops() -> float:
+    """Training FLOPs per token saved by the same change (MLP matmuls, forward + backward)."""
+    from tmath import preset
+    from tmath import symbolic as S
+
+    cfg = preset("llama3-70b")
+    vals = S.ledger_subs(cfg)
+    per_token = S.B * S.T
+    gated = (S.ledger_terms("gated")["mlp"][1] / per_token).subs(vals)
+    gelu = (S.ledger_terms("gelu")["mlp"][1] / per_token).subs(S.F, 4 * S.D).subs(vals)
+    return float(cfg.num_layers * (gated - gelu))
+
+
+# --- book/ledger/crossover ---------------------------------------------------------------
+
+
+@answer("ex-crossover-1", rel_tol=0, abs_tol=0.5, unit="tokens")
+def _crossover_1() -> float:
+    from tmath import attention_crossover, preset
+
+    return float(attention_crossover(preset("llama3-8b")))
+
+
+@answer("ex-crossover-1/over-d", rel_tol=0, abs_tol=0.005, unit="D")
+def _crossover_1_over_d() -> float:
+    from tmath import attention_crossover, preset
+
+    cfg = preset("llama3-8b")
+    return float(attention_crossover(cfg)) / cfg.hidden_size
+
+
+@answer("ex-crossover-3/mqa", rel_tol=0, abs_tol=0.5, unit="tokens")
+def _crossover_3_mqa() -> float:
+    from tmath import attention_crossover, preset
+
+    return float(attention_crossover(preset("llama3-70b").replace(num_kv_heads=1)))
+
+
+@answer("ex-crossover-3/mha", rel_tol=0, abs_tol=0.5, unit="tokens")
+def _crossover_3_mha() -> float:
+    from tmath import attention_crossover, preset
+
+    cfg = preset("llama3-70b")
+    return float(attention_crossover(cfg.replace(num_kv_heads=cfg.num_heads)))
+
+
+@answer("ex-crossover-4", rel_tol=1e-3)
+def _crossover_4() -> float:
+    """Gated-MLP width F that puts Llama 3 70B's T* (all matmuls, full) at exactly 8D.
+
+    T* is linear in F, so two exact evaluations of ``attention_crossover`` fix the line.
+    """
+    from tmath import attention_crossover, preset
+
+    cfg = preset("llama3-70b")
+    f0 = cfg.intermediate_size
+    t0 = attention_crossover(cfg)
+    slope = attention_crossover(cfg.replace(intermediate_size=f0 + 1)) - t0
+    return float(f0 + (8 * cfg.hidden_size - t0) / slope)
+
+
+@answer("ex-crossover-5/share", rel_tol=0, abs_tol=0.05, unit="%")
+def _crossover_5_share() -> float:
+    """Attention dot products as a share of Llama 3 70B training FLOPs at T = 8192, percent."""
+    from tmath import preset, training_flops
+
+    fb = training_flops(preset("llama3-70b"), seq_len=8192).breakdown
+    return 100 * (fb["attention_scores"] + fb["attention_values"]) / sum(fb.values())
+
+
+@answer("ex-crossover-5/err", rel_tol=0, abs_tol=0.05, unit="%")
+def _crossover_5_err() -> float:
+    """Relative error of 6 x params x tokens against the exact count, percent (negative = too low)."""
+    from tmath import preset, six_n_t_error
+
+    return 100 * six_n_t_error(preset("llama3-70b"), seq_len=8192)
+
+
+# --- book/ledger/llama3-70b --------------------------------------------------------------
+
+
+@answer("ex-llama3-70b-1", rel_tol=0, abs_tol=0.5, unit="sequences")
+def _llama3_70b_1() -> float:
+    from tmath import concurrency, preset
+
+    return concurrency(preset("llama3-70b"), "H100", tp=8, context_len=8192,
+                       weight_dtype="fp8", kv_dtype="fp8").sequences
+
+
+@answer("ex-llama3-70b-2/seqs", rel_tol=0, abs_tol=0.5, unit="sequences")
+def _llama3_70b_2_seqs() -> float:
+    from tmath import concurrency, preset
+
+    return concurrency(preset("llama3-70b"), "H200", tp=8, context_len=32768).sequences
+
+
+@answer("ex-llama3-70b-2/ms", rel_tol=0.01, unit="ms")
+def _llama3_70b_2_ms() -> float:
+    from tmath import decode_bound, preset
+
+    return decode_bound(preset("llama3-70b"), "H200", tp=8).seconds * 1e3
+
+
+@answer("ex-llama3-70b-3", rel_tol=0, abs_tol=0.5, unit="sequences")
+def _llama3_70b_3() -> float:
+    from tmath import concurrency, preset
+
+    return concurrency(preset("llama3-70b"), "H100", tp=4, context_len=8192).sequences
+
+
+@answer("ex-llama3-70b-4/heads", rel_tol=0, abs_tol=0.5, unit="KV heads")
+def _llama3_70b_4_heads() -> float:
+    import math
+
+    from tmath import preset
+
+    return math.ceil(preset("llama3-70b").num_kv_heads / 16)
+
+
+@answer("ex-llama3-70b-4/bytes", rel_tol=0, abs_tol=0.5, unit="bytes")
+def _llama3_70b_4_bytes() -> float:
+    from tmath import kv_cache_bytes_per_token, preset
+    from tmath.serving import kv_bytes_per_token_per_gpu
+
+    cfg = preset("llama3-70b")
+    return kv_bytes_per_token_per_gpu(kv_cache_bytes_per_token(cfg, dtype="bf16"), cfg.num_kv_heads, 16)
+
+
+@answer("ex-llama3-70b-5", rel_tol=0, abs_tol=0.5, unit="sequences")
+def _llama3_70b_5() -> float:
+    from tmath import concurrency, preset
+
+    cfg = preset("llama3-70b")
+    return concurrency(cfg.replace(num_kv_heads=cfg.num_heads), "H100", tp=8, context_len=8192).sequences
+
+
+# --- book/ledger/moe-deepseek ------------------------------------------------------------
+
+
+def _deepseek_weight_gpus(nbytes: int) -> int:
+    import math
+
+    from tmath import count_params, get_hardware, preset
+
+    return math.ceil(count_params(preset("deepseek-v3")).total * nbytes / get_hardware("H800").hbm_bytes)
+
+
+@answer("ex-moe-1/bf16", rel_tol=0, abs_tol=0.5, unit="GPUs")
+def _moe_1_bf16() -> float:
+    return _deepseek_weight_gpus(2)
+
+
+@answer("ex-moe-1/fp8", rel_tol=0, abs_tol=0.5, unit="GPUs")
+def _moe_1_fp8() -> float:
+    return _deepseek_weight_gpus(1)
+
+
+@answer("ex-moe-2", rel_tol=0.01, unit="FLOPs per token")
+def _moe_2() -> float:
+    """DeepSeek V3 training FLOPs per token at context 4096 (exact per-matmul count)."""
+    from tmath import preset, training_flops
+
+    return training_flops(preset("deepseek-v3"), seq_len=4096, batch=1).total / 4096
+
+
+@answer("ex-moe-2/six-err", rel_tol=0, abs_tol=0.1, unit="%")
+def _moe_2_six_err() -> float:
+    """(6 x active - exact) / exact, percent."""
+    from tmath import count_params, preset, training_flops
+
+    cfg = preset("deepseek-v3")
+    exact = training_flops(cfg, seq_len=4096, batch=1).total / 4096
+    return 100 * (6 * count_params(cfg).active - exact) / exact
+
+
+@answer("ex-moe-3/shared", rel_tol=0.01, unit="tokens")
+def _moe_3_shared() -> float:
+    from tmath import critical_batch, get_hardware
+
+    h100 = get_hardware("H100")
+    return critical_batch(h100.dense_flops, h100.hbm_bandwidth, weight_bytes=2)
+
+
+@answer("ex-moe-3/routed", rel_tol=0.01, unit="tokens")
+def _moe_3_routed() -> float:
+    from tmath import moe, preset
+
+    return moe.moe_critical_batch(preset("deepseek-v3"), "H100", "bf16")
+
+
+def _deepseek_cache_tokens(kind: str) -> int:
+    """Tokens of bf16 cache that fit on 16 H800 next to fp8 weights, 5 GB overhead per GPU."""
+    from tmath import count_params, get_hardware, moe, preset
+
+    cfg = preset("deepseek-v3")
+    budget = 16 * (get_hardware("H800").hbm_bytes - 5e9) - count_params(cfg).total * 1
+    return int(budget // moe.kv_equivalents(cfg, dtype="bf16", groups=8)[kind])
+
+
+@answer("ex-moe-4/mla", rel_tol=0.01, unit="tokens")
+def _moe_4_mla() -> float:
+    return _deepseek_cache_tokens("mla")
+
+
+@answer("ex-moe-4/mha", rel_tol=0.01, unit="tokens")
+def _moe_4_mha() -> float:
+    return _deepseek_cache_tokens("mha")
+
+
+@answer("ex-moe-5", rel_tol=0, abs_tol=0.5)
+def _moe_5() -> float:
+    """Smallest top-k with MoE all-to-all volume above the TP all-reduce volume."""
+    from tmath import moe
+
+    return next(k for k in range(1, 65) if moe.ring_comm_units(k).ratio < 1)
+
+
+def _deepseek_cache_share(kind: str) -> float:
+    from tmath import count_params, moe, preset
+
+    cfg = preset("deepseek-v3")
+    per_token = moe.kv_equivalents(cfg, dtype="bf16", groups=8)[kind]
+    return 100 * per_token * 32768 / (count_params(cfg).total * 1)
+
+
+@answer("ex-moe-6/mha", rel_tol=0, abs_tol=0.05, unit="%")
+def _moe_6_mha() -> float:
+    return _deepseek_cache_share("mha")
+
+
+@answer("ex-moe-6/mla", rel_tol=0, abs_tol=0.01, unit="%")
+def _moe_6_mla() -> float:
+    return _deepseek_cache_share("mla")
+
+
+# --- book/ledger/memory ------------------------------------------------------------------
+
+
+def _zero_gb(stage: int) -> float:
+    from tmath import count_params, preset, zero_bytes_per_param
+
+    return count_params(preset("llama3-70b")).total * zero_bytes_per_param("mixed-adam", stage, 64) / 1e9
+
+
+@answer("ex-mem-1/0", rel_tol=0.01, unit="GB")
+def _mem_1_0() -> float:
+    return _zero_gb(0)
+
+
+@answer("ex-mem-1/1", rel_tol=0.01, unit="GB")
+def _mem_1_1() -> float:
+    return _zero_gb(1)
+
+
+@answer("ex-mem-1/2", rel_tol=0.01, unit="GB")
+def _mem_1_2() -> float:
+    return _zero_gb(2)
+
+
+@answer("ex-mem-1/3", rel_tol=0.01, unit="GB")
+def _mem_1_3() -> float:
+    return _zero_gb(3)
+
+
+@answer("ex-mem-2", rel_tol=0.01, unit="tokens")
+def _mem_2() -> float:
+    """Sequence length where the Korthikanti scores term 5as/h reaches the 34 of the rest, H = 128."""
+    from fractions import Fraction
+
+    from tmath.memory import activation_bytes_per_layer
+
+    # activation(none) - activation(selective) = 5as^2 b; with b = 1, a = 1, h = H = 128 that is
+    # linear in s once divided by s, so evaluate at s = 1 and scale: 5as^2 = 34 s h -> s = 34h / (5a).
+    h, a = 128, 1
+    scores_at_1 = (activation_bytes_per_layer(1, 1, h, a, recompute="none")
+                   - activation_bytes_per_layer(1, 1, h, a, recompute="selective"))  # 5a
+    rest_at_1 = activation_bytes_per_layer(1, 1, h, a, recompute="selective")  # 34h
+    return float(Fraction(rest_at_1) / Fraction(scores_at_1))
+
+
+@answer("ex-mem-3", rel_tol=0.01, unit="GB")
+def _mem_3() -> float:
+    from tmath import activation_memory, preset
+
+    return activation_memory(preset("llama3-70b"), seq_len=8192, batch=1, recompute="selective", tp=8,
+                             sequence_parallel=True) / 1e9
+
+
+@answer("ex-mem-4", rel_tol=0, abs_tol=1e-4)
+def _mem_4() -> float:
+    """(training + forward without the LM head) / training FLOPs, Llama 3 70B, s = 4096."""
+    from tmath import forward_flops, preset, training_flops
+
+    cfg = preset("llama3-70b")
+    fwd = forward_flops(cfg, seq_len=4096).breakdown
+    train = training_flops(cfg, seq_len=4096).total
+    return (train + sum(fwd.values()) - fwd["lm_head"]) / train
+
+
+# --- book/ledger/cheatsheet --------------------------------------------------------------
+
+
+@answer("ex-cheat-3/gpus", rel_tol=0, abs_tol=0.5, unit="GPUs")
+def _cheat_3_gpus() -> float:
+    from tmath import count_params, preset
+
+    return -(-count_params(preset("llama3.1-405b")).total * 16 // 80_000_000_000)
+
+
+@answer("ex-cheat-3/gb", rel_tol=0.01, unit="GB")
+def _cheat_3_gb() -> float:
+    from tmath import count_params, preset, zero_bytes_per_param
+
+    return count_params(preset("llama3.1-405b")).total * zero_bytes_per_param("mixed-adam", 3, 1024) / 1e9
+
+
+@answer("ex-cheat-4", rel_tol=0.01, unit="tokens")
+def _cheat_4() -> float:
+    from tmath import critical_batch, get_hardware
+
+    h200 = get_hardware("H200")
+    return critical_batch(h200.dense_flops, h200.hbm_bandwidth, weight_bytes=2)
