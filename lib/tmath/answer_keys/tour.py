@@ -26,3 +26,30 @@ def _tour_1_share() -> float:
 def _tour_2() -> float:
     # Smallest integer d with 12d / (12d + 13) > 0.99, i.e. d > 1287 / 12.
     return math.floor(1287 / 12) + 1
+
+
+@answer("ex-tour-3", rel_tol=0, abs_tol=0.005, unit="%")
+def _tour_3() -> float:
+    from tmath import count_params, preset
+
+    cfg = preset("gpt3-175b")
+    return 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / count_params(cfg).total
+
+
+@answer("ex-tour-4", rel_tol=1e-6)
+def _tour_4() -> float:
+    from tmath import preset, symbolic
+
+    d = preset("gpt3-175b").hidden_size
+    layer = symbolic.gpt_layer_params(symbolic.d, 4 * symbolic.d)
+    return float(layer.subs(symbolic.d, 2 * d) / layer.subs(symbolic.d, d))
+
+
+@answer("ex-tour-5", rel_tol=0, abs_tol=0.5, unit="parameters")
+def _tour_5() -> float:
+    # One Llama 3 8B layer: everything but the embedding, the LM head and the final RMSNorm.
+    from tmath import count_params, preset
+
+    cfg = preset("llama3-8b")
+    b = count_params(cfg).breakdown
+    return (b["attention"] + b["mlp"] + b["norms"] - cfg.hidden_size) / cfg.num_layers
