@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tmath._checks import int_arg
+
 __all__ = [
     "SMALL_VARIANTS",
     "FLOP_CONFIGS",
@@ -46,14 +48,6 @@ def _check_dict(d: Any) -> dict:
             f"got {type(d).__name__}"
         )
     return dict(d)
-
-
-def _check_pos_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"{name} must be an int, got {v!r}")
-    if v <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
-    return v
 
 
 def hf_config(d: dict) -> Any:
@@ -172,8 +166,8 @@ def measure(d: dict, batch: int, seq_len: int) -> FlopMeasurement:
     """
     from torch.utils.flop_counter import FlopCounterMode
 
-    _check_pos_int("batch", batch)
-    _check_pos_int("seq_len", seq_len)
+    int_arg("batch", batch)
+    int_arg("seq_len", seq_len)
     model = _build(d)
     ids = _ids(d, batch, seq_len)
     with FlopCounterMode(display=False) as fwd:

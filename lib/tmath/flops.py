@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from math import prod
 
+from tmath._checks import int_arg
 from tmath.config import ModelConfig
 from tmath.params import count_params
 
@@ -61,14 +62,6 @@ class FlopCount:
     causal: bool = False
 
 
-def _check_pos_int(name: str, v: object) -> int:
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TypeError(f"{name} must be an int, got {v!r}")
-    if v <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
-    return v
-
-
 def _score_entries(T: int, causal: bool) -> int:
     return T * (T + 1) // 2 if causal else T * T
 
@@ -94,8 +87,8 @@ def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool =
     """Matmul FLOPs of one forward pass (see the module docstring for what counts)."""
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
-    T = _check_pos_int("seq_len", seq_len)
-    B = _check_pos_int("batch", batch)
+    T = int_arg("seq_len", seq_len)
+    B = int_arg("batch", batch)
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {causal!r}")
     BT, N = B * T, cfg.num_heads
@@ -201,7 +194,7 @@ def six_n_t(cfg: ModelConfig, tokens: int, which: str = "active") -> int:
     ``"total"``, or ``"non_embedding"`` (active minus the token and position
     embeddings, which cost no matmul; Kaplan et al.'s N).
     """
-    _check_pos_int("tokens", tokens)
+    int_arg("tokens", tokens)
     return 6 * _n_for_6nt(cfg, which) * tokens
 
 

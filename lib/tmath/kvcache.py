@@ -17,6 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil
 
+from tmath._checks import int_arg
 from tmath.config import ModelConfig
 
 DTYPE_BYTES: dict[str, Fraction] = {
@@ -48,14 +49,6 @@ def kv_cache_elements_per_token(cfg: ModelConfig) -> int:
     return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim
 
 
-def _check_pos_int(name: str, v: object) -> int:
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise TypeError(f"{name} must be an int, got {v!r}")
-    if v <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {v}")
-    return v
-
-
 def kv_cache_bytes_per_token(cfg: ModelConfig, dtype: str = "bf16") -> int:
     """KV-cache bytes one token adds (all layers), rounded up to a whole byte."""
     return ceil(kv_cache_elements_per_token(cfg) * dtype_bytes(dtype))
@@ -63,8 +56,8 @@ def kv_cache_bytes_per_token(cfg: ModelConfig, dtype: str = "bf16") -> int:
 
 def kv_cache_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:
     """Bytes of the KV cache of ``batch`` sequences of ``seq_len`` tokens (rounded up)."""
-    _check_pos_int("seq_len", seq_len)
-    _check_pos_int("batch", batch)
+    int_arg("seq_len", seq_len)
+    int_arg("batch", batch)
     return ceil(kv_cache_elements_per_token(cfg) * seq_len * batch * dtype_bytes(dtype))
 
 

@@ -17,10 +17,11 @@ Three pieces:
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+from tmath._checks import int_arg
 
 __all__ = [
     "RECIPES",
@@ -97,29 +98,16 @@ def training_bytes_per_param(recipe: str = "mixed-adam") -> RecipeBytes:
     return RecipeBytes(recipe, sum(parts.values()), parts)
 
 
-def _check_int(name: str, value: Any, minimum: int = 1) -> int:
-    """Validate an integer argument (bool and float rejected) and return it as int."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def zero_bytes_per_param(recipe: str = "mixed-adam", stage: int = 0, dp: int = 1) -> float:
     """Bytes per parameter *per data-parallel rank* under ZeRO ``stage`` over ``dp`` ranks.
 
     Stage 0: nothing sharded; 1: optimizer state (master copy, moments) / dp;
     2: + gradients / dp; 3: + weights / dp (Rajbhandari et al. 2020, Fig. 1).
     """
-    stage = _check_int("stage", stage, 0)
+    stage = int_arg("stage", stage, 0)
     if stage > 3:
         raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage}")
-    dp = _check_int("dp", dp)
+    dp = int_arg("dp", dp)
     rb = training_bytes_per_param(recipe)
     w, g, o = Fraction(rb.weights), Fraction(rb.grads), Fraction(rb.optimizer)
     if stage >= 1:
@@ -133,7 +121,7 @@ def zero_bytes_per_param(recipe: str = "mixed-adam", stage: int = 0, dp: int = 1
 
 def training_memory_bytes(n_params: int, recipe: str = "mixed-adam", stage: int = 0, dp: int = 1) -> float:
     """Bytes per rank for weights + grads + optimizer state of ``n_params`` parameters."""
-    n_params = _check_int("n_params", n_params, 0)
+    n_params = int_arg("n_params", n_params, 0)
     return n_params * zero_bytes_per_param(recipe, stage, dp)
 
 
@@ -173,11 +161,11 @@ def activation_bytes_per_layer(
     the paper's Sec. 4.2.3 remark.  Other architectures (gated MLP, GQA) change
     the constants: treat the formula as the paper's GPT case.
     """
-    s = _check_int("seq_len", seq_len)
-    b = _check_int("batch", batch)
-    h = _check_int("hidden", hidden)
-    a = _check_int("heads", heads)
-    t = _check_int("tp", tp)
+    s = int_arg("seq_len", seq_len)
+    b = int_arg("batch", batch)
+    h = int_arg("hidden", hidden)
+    a = int_arg("heads", heads)
+    t = int_arg("tp", tp)
     if recompute not in _RECOMPUTE:
         raise ValueError(f"recompute must be one of {_RECOMPUTE}, got {recompute!r}")
     sbh = Fraction(s * b * h)
@@ -308,8 +296,8 @@ def attention_core_forward_flops(cfg: Any, seq_len: int, batch: int = 1, causal:
     or s(s+1)/2 (the lower triangle including the diagonal).  d_qk = d_v = H,
     except MLA (``cfg.kv_lora_rank > 0``): d_qk = qk_nope + qk_rope, d_v = v_head_dim.
     """
-    s = _check_int("seq_len", seq_len)
-    b = _check_int("batch", batch)
+    s = int_arg("seq_len", seq_len)
+    b = int_arg("batch", batch)
     if getattr(cfg, "kv_lora_rank", 0):
         d_qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
         d_v = cfg.v_head_dim

@@ -20,13 +20,13 @@ Conventions (read before using a number):
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import sympy as sp
 
+from tmath._checks import int_arg
 from tmath.config import ModelConfig
 
 __all__ = [
@@ -53,18 +53,6 @@ def _moe_cfg(cfg: Any) -> ModelConfig:
             "such as tmath.preset('deepseek-v3') or tmath.preset('mixtral-8x7b')"
         )
     return cfg
-
-
-def _pos_int(name: str, v: Any, minimum: int = 1) -> int:
-    if isinstance(v, bool):
-        raise TypeError(f"{name} must be an integer, got {v!r}")
-    try:
-        v = operator.index(v)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {v!r}") from None
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
 
 
 def expert_params(cfg: ModelConfig) -> int:
@@ -103,7 +91,7 @@ def kv_equivalents(cfg: ModelConfig, dtype: str = "bf16", groups: int = 8) -> di
             f"cfg {cfg.name!r} has no MLA (kv_lora_rank = 0); pass an MLA config such as "
             "tmath.preset('deepseek-v3')"
         )
-    groups = _pos_int("groups", groups)
+    groups = int_arg("groups", groups)
     if groups > cfg.num_heads:
         raise ValueError(f"groups ({groups}) must be <= num_heads ({cfg.num_heads})")
     per_head = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim + cfg.v_head_dim
@@ -172,7 +160,7 @@ def ring_comm_units(
     The source document uses ``tp_training=True``, ``moe_training=False`` and
     k = 1, which gives 16.
     """
-    k = _pos_int("experts_per_token", experts_per_token)
+    k = int_arg("experts_per_token", experts_per_token)
     for name, v in (("tp_training", tp_training), ("moe_training", moe_training)):
         if not isinstance(v, bool):
             raise TypeError(f"{name} must be a bool, got {v!r}")

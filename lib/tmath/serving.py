@@ -8,10 +8,10 @@ hardware name and call ``count_params`` / ``kv_cache_bytes_per_token`` lazily.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
+from tmath._checks import int_arg
 from tmath.hardware import Hardware, hardware
 
 __all__ = [
@@ -68,18 +68,6 @@ def _pos(name: str, v: Any, allow_zero: bool = False) -> float:
     return v
 
 
-def _int(name: str, v: Any, minimum: int = 1) -> int:
-    if isinstance(v, bool):
-        raise TypeError(f"{name} must be an integer, got {v!r}")
-    try:
-        v = operator.index(v)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {v!r}") from None
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
-
-
 # --- decode latency ---------------------------------------------------------
 
 
@@ -97,7 +85,7 @@ def decode_time_lower_bound(
     _pos("weight_bytes", weight_bytes, True)
     _pos("bandwidth", bandwidth)
     _pos("kv_bytes", kv_bytes, True)
-    tp = _int("tp", tp)
+    tp = int_arg("tp", tp)
     return (weight_bytes + kv_bytes) / (bandwidth * tp)
 
 
@@ -150,8 +138,8 @@ def decode_bound(
         raise ValueError(f"moe_weights must be 'total' or 'active', got {moe_weights!r}")
     n = p.total if moe_weights == "total" else p.active
     wb = n * dtype_bytes(weight_dtype)
-    batch = _int("batch", batch)
-    context_len = _int("context_len", context_len, 0)
+    batch = int_arg("batch", batch)
+    context_len = int_arg("context_len", context_len, 0)
     kvb = kv_cache_bytes_per_token(cfg, dtype=kv_dtype) * context_len * batch
     sec = decode_time_lower_bound(wb, hw.hbm_bandwidth, kv_bytes=kvb, tp=tp)
     return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec)
@@ -168,7 +156,7 @@ def max_concurrent_sequences(kv_budget_bytes: float, kv_bytes_per_token: float, 
     budget (weights do not fit) gives 0.
     """
     _pos("kv_bytes_per_token", kv_bytes_per_token)
-    context_len = _int("context_len", context_len)
+    context_len = int_arg("context_len", context_len)
     if isinstance(kv_budget_bytes, bool) or not isinstance(kv_budget_bytes, (int, float)):
         raise ValueError(f"kv_budget_bytes must be a number, got {kv_budget_bytes!r}")
     if kv_budget_bytes <= 0:
@@ -186,8 +174,8 @@ def kv_bytes_per_token_per_gpu(
     split by heads, so every GPU holds all of it.
     """
     _pos("kv_bytes_per_token", kv_bytes_per_token)
-    k = _int("num_kv_heads", num_kv_heads)
-    tp = _int("tp", tp)
+    k = int_arg("num_kv_heads", num_kv_heads)
+    tp = int_arg("tp", tp)
     if mla:
         return kv_bytes_per_token
     return kv_bytes_per_token * math.ceil(k / tp) / k
@@ -228,7 +216,7 @@ def concurrency(
     from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
 
     hw = hardware(gpu)
-    tp = _int("tp", tp)
+    tp = int_arg("tp", tp)
     hbm = hw.hbm_bytes if hbm_bytes_per_gpu is None else _pos("hbm_bytes_per_gpu", hbm_bytes_per_gpu)
     _pos("overhead_bytes_per_gpu", overhead_bytes_per_gpu, True)
     w = count_params(cfg).total * dtype_bytes(weight_dtype) / tp
@@ -265,9 +253,9 @@ def matmul_intensity(
     k B >= E) + activations k B (d_in + d_out) x ``act_bytes``.
     Pass ``act_bytes=0`` for the weights-only approximation 2kB/(E x weight_bytes).
     """
-    b = _int("tokens", tokens)
-    d_in, d_out = _int("d_in", d_in), _int("d_out", d_out)
-    e, k = _int("experts", experts), _int("experts_per_token", experts_per_token)
+    b = int_arg("tokens", tokens)
+    d_in, d_out = int_arg("d_in", d_in), int_arg("d_out", d_out)
+    e, k = int_arg("experts", experts), int_arg("experts_per_token", experts_per_token)
     if k > e:
         raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
     _pos("weight_bytes", weight_bytes)
@@ -295,7 +283,7 @@ def critical_batch(
     _pos("peak_flops", peak_flops)
     _pos("bandwidth", bandwidth)
     _pos("weight_bytes", weight_bytes)
-    e, k = _int("experts", experts), _int("experts_per_token", experts_per_token)
+    e, k = int_arg("experts", experts), int_arg("experts_per_token", experts_per_token)
     if k > e:
         raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
     return peak_flops / bandwidth * weight_bytes * e / (2 * k)
@@ -308,7 +296,7 @@ def allreduce_bytes_per_rank(nbytes: float, world: int) -> float:
     """Bytes each rank sends in a ring all-reduce of an ``nbytes`` array: 2 (W-1)/W x nbytes
     (a reduce-scatter then an all-gather)."""
     _pos("nbytes", nbytes, True)
-    w = _int("world", world)
+    w = int_arg("world", world)
     return 2 * (w - 1) / w * nbytes
 
 
@@ -316,7 +304,7 @@ def allgather_bytes_per_rank(nbytes: float, world: int) -> float:
     """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full
     ``nbytes`` array: (W-1)/W x nbytes."""
     _pos("nbytes", nbytes, True)
-    w = _int("world", world)
+    w = int_arg("world", world)
     return (w - 1) / w * nbytes
 
 
@@ -324,7 +312,7 @@ def alltoall_bytes_per_rank(local_bytes: float, world: int) -> float:
     """Bytes each rank sends in an all-to-all when it holds ``local_bytes`` spread
     evenly over all destinations: (W-1)/W x local_bytes (its own share stays)."""
     _pos("local_bytes", local_bytes, True)
-    w = _int("world", world)
+    w = int_arg("world", world)
     return (w - 1) / w * local_bytes
 
 
@@ -338,7 +326,7 @@ def tp_allreduce_bytes_per_layer(
     and after the MLP); training adds 2 more in backward.
     """
     n = 4 if training else 2
-    return n * allreduce_bytes_per_rank(_int("tokens", tokens) * _int("hidden", hidden) * act_bytes, tp)
+    return n * allreduce_bytes_per_rank(int_arg("tokens", tokens) * int_arg("hidden", hidden) * act_bytes, tp)
 
 
 def moe_alltoall_bytes_per_layer(
@@ -351,8 +339,8 @@ def moe_alltoall_bytes_per_layer(
     routing: a fraction (ep-1)/ep leaves the rank); combine sends the k results
     back.  Forward: 2 all-to-alls; training adds 2 more in backward.
     """
-    tokens, ep = _int("tokens", tokens), _int("ep", ep)
-    k = _int("experts_per_token", experts_per_token)
+    tokens, ep = int_arg("tokens", tokens), int_arg("ep", ep)
+    k = int_arg("experts_per_token", experts_per_token)
     n = 4 if training else 2
-    local = tokens / ep * k * _int("hidden", hidden) * act_bytes
+    local = tokens / ep * k * int_arg("hidden", hidden) * act_bytes
     return n * alltoall_bytes_per_rank(local, ep)
