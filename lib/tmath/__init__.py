@@ -1,6 +1,10 @@
 """tmath: the arithmetic of transformer language models, exactly.
 
-One place for every computation the book 《Transformer 的数学》 shows.
+One place for every computation the book 《Transformer 的数学》 shows: model
+configurations and presets, exact parameter and FLOP counts (checked against
+transformers and PyTorch's FlopCounterMode), memory, KV cache, serving bounds,
+energy, attention in NumPy (naive and tiled), SymPy derivations, the errata of
+the source notes and the exercises' answer keys.
 """
 
 from tmath.sources import SOURCES, Source, source
@@ -8,8 +12,7 @@ from tmath.sources import SOURCES, Source, source
 __all__ = ["SOURCES", "Source", "source"]
 __version__ = "0.1.0"
 
-# --- section: ledger (config, presets, params, flops, kvcache) -------------
-# (owned by the ledger work; add imports and __all__ entries here)
+# --- the ledger: configs, presets, parameters, FLOPs, KV cache --------------
 from tmath.config import SUPPORTED_MODEL_TYPES, ModelConfig  # noqa: E402
 from tmath.flops import (  # noqa: E402
     FlopCount,
@@ -39,8 +42,7 @@ __all__ += [
     "GPT3_TABLE_2_1", "preset", "presets",
 ]
 
-# --- section: memory, serving, energy ----------------------------------------
-# (owned by the memory/serving/energy work; add imports and __all__ entries here)
+# --- memory, serving, energy --------------------------------------------------
 from tmath import energy, hardware, memory, serving, sweep  # noqa: E402
 from tmath.energy import EnergyChain, energy_chain  # noqa: E402
 from tmath.hardware import HARDWARE, Hardware, hardware_names  # noqa: E402
@@ -71,8 +73,7 @@ __all__ += [
     "max_concurrent_sequences", "flops_vs_seq_len",
 ]
 
-# --- section: attention, symbolic, plots -------------------------------------
-# (owned by the attention / book work; add imports and __all__ entries here)
+# --- attention in NumPy ----------------------------------------------------------
 from tmath.attention import (  # noqa: E402
     AttentionResult,
     attention_hbm_bytes,
@@ -99,8 +100,21 @@ __all__ += [
     "peak_memory_and_time",
 ]
 
-# --- section: book support (errata, exercise keys) ---------------------------
-from tmath import errata, exercises  # noqa: E402
+# --- the book's other modules and its support (errata, exercise keys) --------
+from tmath import (  # noqa: E402
+    attention,
+    calculator,
+    crosscheck,
+    errata,
+    exercises,
+    gpt,
+    moe,
+    roofline,
+    symbolic,
+)
 from tmath.exercises import check  # noqa: E402
 
-__all__ += ["errata", "exercises", "check"]
+__all__ += [
+    "attention", "calculator", "crosscheck", "errata", "exercises", "gpt", "moe", "roofline",
+    "symbolic", "check",
+]
