@@ -21,7 +21,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Erratum:
-    """One disagreement between a seed document and the computation.
+    """One disagreement between a source and the computation.
+
+    ``seed`` names the source: ``"000"`` or ``"003"`` for the two seed notes, or
+    a :mod:`tmath.sources` key for another public reference found along the way.
 
     A numeric erratum has ``stated`` (the source's figure in ``unit``) and
     ``compute()`` (the recomputed figure in the same unit); ``rel_tol`` is the
@@ -181,6 +184,38 @@ def _llama70b_gpu_hours() -> float:
 
 # --- Part I: GPT-3 one token at a time (book/gpt3/) ------------------------
 ERRATA_GPT3: list[Erratum] = [
+    Erratum(
+        key="paper-gpt3-xl-heads",
+        seed="brown2020gpt3",
+        location="GPT-3 论文表 2.1：GPT-3 XL 一行",
+        claim="d_model = 2048，n_heads = 24，d_head = 128",
+        stated=2048,
+        unit="",
+        compute=lambda: __import__("tmath").GPT3_TABLE_2_1["gpt3-1.3b"][3]
+        * __import__("tmath").GPT3_TABLE_2_1["gpt3-1.3b"][4],
+        cause=(
+            "多头注意力要求 n_heads × d_head = d_model，而 24 × 128 = 3072 ≠ 2048。参数量只取决于 d_model，"
+            "1.3B 不受影响；本书的预设保留 d_model 与 d_head，取 16 个头。"
+        ),
+        chapter="book/gpt3/architecture",
+        fmt=",.0f",
+    ),
+    Erratum(
+        key="paper-gpt3-13b-dmodel",
+        seed="brown2020gpt3",
+        location="GPT-3 论文表 2.1：GPT-3 13B 一行",
+        claim="d_model = 5140，n_heads = 40，d_head = 128",
+        stated=5140,
+        unit="",
+        compute=lambda: __import__("tmath").GPT3_TABLE_2_1["gpt3-13b"][3]
+        * __import__("tmath").GPT3_TABLE_2_1["gpt3-13b"][4],
+        cause=(
+            "40 × 128 = 5120，而 5140 不能被 40 整除。按 5140 计数恰好得到论文的 13.0B，"
+            "按自洽的 5120 则是 12.85B；本书的预设取 5120。"
+        ),
+        chapter="book/gpt3/architecture",
+        fmt=",.0f",
+    ),
     Erratum(
         key="gpt3-vocab",
         seed="000",
