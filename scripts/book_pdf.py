@@ -5,8 +5,8 @@ Usage: python scripts/book_pdf.py [_build/html] [_build/pdf/book.pdf]
 Serves the built site on localhost (nothing else is reachable: every other
 request is aborted), opens each page of ``_toc.yml`` in order, waits for
 MathJax to finish, prints it with the theme's print stylesheet (no sidebars),
-and concatenates the pages with pypdf. Solutions stay folded, as on the site;
-print the student edition's site to leave them out altogether.
+and concatenates the pages with pypdf. The theme's print style unfolds the
+solutions; print the student edition's site to leave them out.
 Chinese text needs a CJK font (Debian's fonts-noto-cjk, installed by `make browser`).
 """
 
