@@ -31,9 +31,10 @@ $(TEST_STAMP): requirements-crosscheck.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-crosscheck.txt
 	@touch $@
 
-# Notebook outputs cached by jupyter-cache do not notice library edits: drop the cache when lib/ changes.
+# Neither Sphinx (which re-reads only changed sources) nor jupyter-cache (keyed on code cells)
+# notices a library edit: when lib/ changes, drop both so every notebook runs again.
 _build/.lib.stamp: $(LIB_SOURCES)
-	@rm -rf _build/.jupyter_cache
+	@rm -rf _build/.jupyter_cache _build/.doctrees
 	@mkdir -p _build && touch $@
 
 book: $(STAMP) _build/.lib.stamp
