@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+import tmath
 from tmath.hardware import HARDWARE
 from tmath.serving import (
     allgather_bytes_per_rank,
@@ -143,3 +144,20 @@ def test_preset_concurrency_llama3_70b_8xh100(ctx, expected):
     budget = 80e9 - 2 * LLAMA3_70B_PARAMS / 8 - 5e9
     assert c.kv_budget_bytes_per_gpu == pytest.approx(budget)
     assert c.sequences == math.floor(budget / (LLAMA3_70B_KV_BF16 / 8 * ctx)) == expected
+
+
+def test_decode_bound_reads_the_whole_mla_latent_on_every_gpu():
+    # DeepSeek V3: 671,026,404,352 bf16 parameters split over 8 GPUs; the MLA latent cache
+    # (61 layers x (512 + 64) x 2 bytes per token) is not split by heads, so each GPU reads all of it.
+    d = tmath.decode_bound(tmath.preset("deepseek-v3"), "H100", tp=8, context_len=4096)
+    kv = 61 * 576 * 2 * 4096
+    assert d.bytes_per_gpu == pytest.approx(671_026_404_352 * 2 / 8 + kv)
+    assert d.seconds == pytest.approx((671_026_404_352 * 2 / 8 + kv) / 3.35e12)
+
+
+def test_decode_bound_replicates_kv_heads_when_tp_exceeds_them():
+    # Qwen2-7B has K = 4 KV heads: with tp = 8 each GPU holds one whole head, a quarter of the cache.
+    d = tmath.decode_bound(tmath.preset("qwen2-7b"), "H100", tp=8, context_len=1000)
+    per_token = 2 * 28 * 4 * 128 * 2
+    assert d.kv_bytes == per_token * 1000
+    assert d.bytes_per_gpu == pytest.approx(7_615_616_512 * 2 / 8 + per_token * 1000 / 4)

@@ -127,6 +127,7 @@ def build_ledger(
             "bandwidth_bytes_per_s": hw.hbm_bandwidth,
             "weight_bytes": dec.weight_bytes,
             "kv_bytes": dec.kv_bytes,
+            "bytes_per_gpu": dec.bytes_per_gpu,
             "step_seconds": dec.seconds,
             "tokens_per_s_per_seq": dec.tokens_per_s_per_seq,
             "tokens_per_s": dec.tokens_per_s,
@@ -181,7 +182,7 @@ def _render(led: dict[str, Any]) -> str:
     ]
     rows += [
         ("Decode step lower bound", ""),
-        ("bytes read per GPU", _fmt_bytes((d["weight_bytes"] + d["kv_bytes"]) / d["tp"])),
+        ("bytes read per GPU", _fmt_bytes(d["bytes_per_gpu"])),
         ("step time", f"{1e3 * d['step_seconds']:.3f} ms"),
         ("tokens/s per sequence", f"{d['tokens_per_s_per_seq']:,.1f}"),
         ("tokens/s (batch)", f"{d['tokens_per_s']:,.1f}"),

@@ -101,6 +101,13 @@ class DecodeBound:
     kv_bytes: float
     bandwidth: float
     seconds: float
+    kv_bytes_per_gpu: float | None = None  # what each GPU reads of kv_bytes (default kv_bytes / tp)
+
+    @property
+    def bytes_per_gpu(self) -> float:
+        """Bytes each GPU reads per step: its share of the weights plus its share of the KV cache."""
+        kv = self.kv_bytes / self.tp if self.kv_bytes_per_gpu is None else self.kv_bytes_per_gpu
+        return self.weight_bytes / self.tp + kv
 
     @property
     def tokens_per_s_per_seq(self) -> float:
@@ -127,6 +134,9 @@ def decode_bound(
     """Decode-step lower bound for ``cfg``: weights from ``count_params`` x bytes,
     KV from ``kv_cache_bytes_per_token`` x ``context_len`` x ``batch``.
 
+    With tensor parallelism each GPU reads 1/tp of the weights and the KV heads it
+    holds (:func:`kv_bytes_per_token_per_gpu`: ceil(K/tp) of K heads, all of MLA's
+    latent, which is not split by heads); the GPUs read in parallel.
     ``moe_weights="total"`` reads every parameter (true once the batch touches
     all experts); ``"active"`` reads only ``count_params(cfg).active`` (batch 1).
     """
@@ -138,11 +148,14 @@ def decode_bound(
         raise ValueError(f"moe_weights must be 'total' or 'active', got {moe_weights!r}")
     n = p.total if moe_weights == "total" else p.active
     wb = n * dtype_bytes(weight_dtype)
+    tp = int_arg("tp", tp)
     batch = int_arg("batch", batch)
     context_len = int_arg("context_len", context_len, 0)
-    kvb = kv_cache_bytes_per_token(cfg, dtype=kv_dtype) * context_len * batch
-    sec = decode_time_lower_bound(wb, hw.hbm_bandwidth, kv_bytes=kvb, tp=tp)
-    return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec)
+    kv_token = kv_cache_bytes_per_token(cfg, dtype=kv_dtype)
+    kvb = kv_token * context_len * batch
+    kv_gpu = kv_bytes_per_token_per_gpu(kv_token, cfg.num_kv_heads, tp, mla=cfg.is_mla) * context_len * batch
+    sec = decode_time_lower_bound(wb / tp, hw.hbm_bandwidth, kv_bytes=kv_gpu)
+    return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec, kv_gpu)
 
 
 # --- concurrency -------------------------------------------------------------
