@@ -146,6 +146,18 @@ def _check_block(name: str, b) -> int:
     return int(b)
 
 
+def _tiled_setup(q, k, v, causal, block_q, block_k, scale):
+    """Checked arguments of the tiled forward/backward, with T, S, the causal offset S - T
+    (bottom-right alignment) and the broadcast leading shape."""
+    q, k, v = _check_qkv(q, k, v, causal)
+    block_q = _check_block("block_q", block_q)
+    block_k = _check_block("block_k", block_k)
+    scale = _check_scale(scale, q.shape[-1])
+    T, S = q.shape[-2], k.shape[-2]
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return q, k, v, block_q, block_k, scale, T, S, S - T, lead
+
+
 def causal_mask(T: int, S: int, i0: int = 0, i1: int | None = None, j0: int = 0,
                 j1: int | None = None) -> np.ndarray:
     """Boolean mask ``[i1 - i0, j1 - j0]``, True where query i may see key j.
@@ -223,13 +235,8 @@ def flash_attention(q, k, v, causal: bool = False, block_q: int = 64, block_k: i
     a query block are skipped.  Block sizes need not divide T or S.  Returns
     ``O`` or, with ``return_stats``, an :class:`AttentionResult` ``(o, m, l)``.
     """
-    q, k, v = _check_qkv(q, k, v, causal)
-    block_q = _check_block("block_q", block_q)
-    block_k = _check_block("block_k", block_k)
-    scale = _check_scale(scale, q.shape[-1])
-    T, S = q.shape[-2], k.shape[-2]
-    offset = S - T
-    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v, block_q, block_k, scale, T, S, offset, lead = _tiled_setup(
+        q, k, v, causal, block_q, block_k, scale)
     dtype = np.result_type(q, k, v)
     o = np.empty(lead + (T, v.shape[-1]), dtype=dtype)
     m_all = np.empty(lead + (T,), dtype=dtype)
@@ -376,13 +383,8 @@ def flash_attention_backward(q, k, v, o, stats, do, causal: bool = False, block_
     Only ``[..., block_q, block_k]`` tiles of P and dS ever exist.  Returns
     ``(dq, dk, dv)`` shaped like ``q``, ``k``, ``v``.
     """
-    q, k, v = _check_qkv(q, k, v, causal)
-    block_q = _check_block("block_q", block_q)
-    block_k = _check_block("block_k", block_k)
-    scale = _check_scale(scale, q.shape[-1])
-    T, S = q.shape[-2], k.shape[-2]
-    offset = S - T
-    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v, block_q, block_k, scale, T, S, offset, lead = _tiled_setup(
+        q, k, v, causal, block_q, block_k, scale)
     o = np.asarray(o)
     if o.shape != lead + (T, v.shape[-1]):
         raise ValueError(
