@@ -4,6 +4,7 @@
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab
+#   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
 #   make clean         remove build outputs (keeps .venv)
 
 SHELL := /bin/bash
@@ -16,7 +17,7 @@ LIB_SOURCES := $(shell find lib/tmath -name '*.py' 2>/dev/null)
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-student pdf test lab clean browser
+.PHONY: book book-student pdf test lab clean browser setup-cells
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
@@ -59,6 +60,13 @@ test: $(TEST_STAMP) browser
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
+
+# Each notebook's first code cell (hidden on the site) installs tmath from repository.url on Colab.
+setup-cells: $(TEST_STAMP)
+	@set -o pipefail; $(BIN)/python scripts/setup_cells.py | while read -r nb; do \
+	  echo "re-executing $$nb"; \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" 2>/dev/null || exit 1; \
+	done
 
 clean:
 	rm -rf _build

@@ -13,6 +13,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 HTML = ROOT / "_build" / "html"
+# The maintenance scripts (scripts/setup_cells.py) are tested too.
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def jupyter_book_build(what: str, *extra: str, env: dict | None = None) -> None:
+    """`jupyter-book build` of the repository, strict (-W -n); the log is shown on failure."""
+    proc = subprocess.run(
+        [str(BIN / "jupyter-book"), "build", str(ROOT), *extra, "-W", "-n", "--keep-going"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    log = proc.stdout[-20000:] + "\n" + proc.stderr[-20000:]
+    assert proc.returncode == 0, f"strict {what} build failed:\n{log}"
 
 
 @pytest.fixture(scope="session")
@@ -24,15 +39,8 @@ def built_site() -> Path:
     """
     shutil.rmtree(ROOT / "_build" / ".jupyter_cache", ignore_errors=True)
     shutil.rmtree(HTML, ignore_errors=True)
-    proc = subprocess.run(
-        [str(BIN / "jupyter-book"), "build", str(ROOT), "-W", "-n", "--keep-going"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    log = proc.stdout[-20000:] + "\n" + proc.stderr[-20000:]
-    assert proc.returncode == 0, f"strict book build failed:\n{log}"
-    assert (HTML / "index.html").is_file(), log
+    jupyter_book_build("book")
+    assert (HTML / "index.html").is_file()
     return HTML
 
 
@@ -44,15 +52,32 @@ def student_site(built_site) -> Path:
     """
     out = ROOT / "_build" / "student"
     shutil.rmtree(out, ignore_errors=True)
-    env = dict(os.environ, BOOK_EDITION="student")
-    proc = subprocess.run(
-        [str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
-         "-W", "-n", "--keep-going"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    log = proc.stdout[-20000:] + "\n" + proc.stderr[-20000:]
-    assert proc.returncode == 0, f"strict student-edition build failed:\n{log}"
+    student = dict(os.environ, BOOK_EDITION="student")
+    jupyter_book_build("student-edition", "--path-output", str(out), env=student)
+    return out / "_build" / "html"
+
+
+# A stand-in public repository: the book has none yet, and `_config.yml` leaves the URL empty.
+EXAMPLE_REPOSITORY = "https://github.com/example-org/transformer-math"
+
+
+@pytest.fixture(scope="session")
+def launch_site(built_site, tmp_path_factory) -> Path:
+    """The book built as if `_config.yml` named a public GitHub repository (launch buttons on).
+
+    Same sources and execution cache; only `repository.url` differs.
+    """
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    config["repository"]["url"] = EXAMPLE_REPOSITORY
+    # Jupyter Book resolves local extensions against the config file's folder.
+    config["sphinx"]["local_extensions"] = {
+        name: str(ROOT / path) for name, path in config["sphinx"]["local_extensions"].items()
+    }
+    path = tmp_path_factory.mktemp("launch") / "_config.yml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    out = ROOT / "_build" / "launch"
+    shutil.rmtree(out, ignore_errors=True)
+    jupyter_book_build("launch-button", "--config", str(path), "--path-output", str(out))
     return out / "_build" / "html"

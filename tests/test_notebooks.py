@@ -7,6 +7,7 @@ import re
 import nbformat
 import pytest
 
+import setup_cells
 from conftest import ROOT
 from test_site import toc_notebooks
 
@@ -57,10 +58,7 @@ def test_only_excluded_notebooks_need_torch():
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     patterns = config["execute"]["exclude_patterns"]
-    needs_torch = re.compile(r"^\s*(import|from)\s+(torch|transformers|tmath\.crosscheck)\b"
-                             r"|^\s*from\s+tmath\s+import\s+.*\bcrosscheck\b", re.M)
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
-        source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         excluded = any(PurePosixPath(path.as_posix()).match(p) for p in patterns)
-        assert bool(needs_torch.search(source)) == excluded, f"{ids(path)}: torch import vs exclude_patterns"
+        assert setup_cells.needs_torch(nb) == excluded, f"{ids(path)}: torch import vs exclude_patterns"

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from myst_nb.core.variables import format_plain_text
 
-from conftest import ROOT
+from conftest import EXAMPLE_REPOSITORY, ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -218,6 +218,41 @@ def test_student_edition_keeps_exercises_and_drops_solutions(built_site, student
     assert {p: c[0] for p, c in student.items()} == {p: c[0] for p, c in book.items()}
     left = {p: c[1] for p, c in student.items() if c[1]}
     assert not left, f"solutions left in the student edition: {left}"
+
+
+# --- launch buttons -------------------------------------------------------------------------------
+
+BINDER, COLAB = "https://mybinder.org", "https://colab.research.google.com"
+
+
+def launch_links(page: Path) -> list[str]:
+    hrefs = re.findall(r'href="([^"]+)"', page.read_text(encoding="utf-8"))
+    return sorted(h.replace("&amp;", "&") for h in hrefs if h.startswith((BINDER, COLAB)))
+
+
+def test_no_launch_buttons_without_a_repository(built_site):
+    """`_config.yml` names no repository yet: no launch button, and none into Jupyter Book's own repo."""
+    for page in site_pages(built_site):
+        text = page.read_text(encoding="utf-8")
+        assert not launch_links(page), f"{page.name}: launch buttons without a repository"
+        assert "executablebooks/jupyter-book" not in text, f"{page.name}: links to Jupyter Book's repository"
+
+
+def test_launch_buttons_open_each_notebook_on_binder_and_colab(launch_site):
+    org_repo = EXAMPLE_REPOSITORY.removeprefix("https://github.com/")
+    notebooks = {p.relative_to(ROOT).with_suffix("").as_posix() for p in toc_notebooks()}
+    for page in toc_pages():
+        links = launch_links(launch_site / f"{page}.html")
+        if page not in notebooks:
+            assert links == [], f"{page}: a markdown page has nothing to launch"
+            continue
+        assert (ROOT / f"{page}.ipynb").is_file()
+        assert links == sorted([
+            f"{BINDER}/v2/gh/{org_repo}/main?urlpath=lab/tree/{page}.ipynb",
+            f"{COLAB}/github/{org_repo}/blob/main/{page}.ipynb",
+        ]), page
+    # The buttons' icons come with the theme, from the site itself.
+    assert not external_loads((launch_site / "book/intro/tour.html").read_text(encoding="utf-8"))
 
 
 # --- in Chromium ----------------------------------------------------------------------------------

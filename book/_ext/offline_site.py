@@ -15,6 +15,12 @@
    sphinx-exercise's own ``hide_solutions`` drops only the ``solution-start``
    marker of a gated solution and leaves the cells between the markers on the
    page, so the removal happens here, after the gated solutions are merged.
+
+5. Launch buttons (Binder, Colab) only with a repository. They are built from
+   ``repository.url`` in ``_config.yml``. While it is empty the theme would crash
+   on every notebook page (sphinx-book-theme unpacks a missing repository), and
+   Jupyter Book's default would point them at its own repository, so the launch
+   providers are switched off and the build says why (at info level).
 """
 
 from __future__ import annotations
@@ -69,6 +75,27 @@ class ChineseProofLabel(SphinxTransform):
                     para.replace(para[0], nodes.Text("证明　" + text[len("Proof. "):]))
 
 
+# What Jupyter Book fills in when `_config.yml` names no repository.
+JUPYTER_BOOK_DEFAULT_REPOSITORY = "https://github.com/executablebooks/jupyter-book"
+LAUNCH_PROVIDERS = ("binderhub_url", "jupyterhub_url", "colab_url", "deepnote_url", "jupyterlite_url")
+
+
+def _launch_buttons_need_a_repository(app, config):
+    options = config.html_theme_options
+    launch = options.get("launch_buttons") or {}
+    url = (options.get("repository_url") or "").strip().rstrip("/")
+    if url and url != JUPYTER_BOOK_DEFAULT_REPOSITORY:
+        return
+    on = [key for key in LAUNCH_PROVIDERS if launch.get(key)]
+    if on:
+        from sphinx.util import logging
+
+        logging.getLogger(__name__).info(
+            "launch buttons (%s) are off: set repository.url in _config.yml to the book's public "
+            "repository to show them", ", ".join(on))
+        options["launch_buttons"] = {k: v for k, v in launch.items() if k not in LAUNCH_PROVIDERS}
+
+
 def setup(app):
     # Chapter titles with math appear in the navigation of every page, so every page
     # needs MathJax (Sphinx otherwise loads it only on pages whose body has math).
@@ -78,4 +105,5 @@ def setup(app):
     app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
     app.add_transform(RemoveSolutions)
     app.add_transform(ChineseProofLabel)
+    app.connect("config-inited", _launch_buttons_need_a_repository)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
