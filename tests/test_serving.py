@@ -35,7 +35,8 @@ def test_decode_bound_seed_figures():
     # seed 003 §5.4: 140 GB / 3.35 TB/s = 41.8 ms; TP=8: 17.5 GB / 3.35 TB/s = 5.2 ms
     assert decode_time_lower_bound(140e9, 3.35e12) * 1e3 == pytest.approx(41.79, abs=0.01)
     assert decode_time_lower_bound(140e9, 3.35e12, tp=8) * 1e3 == pytest.approx(5.22, abs=0.01)
-    # exact weights: 70,553,706,496 params x 2 bytes = 141.1 GB -> 42.12 ms, 5.27 ms
+    # the whole checkpoint, 70,553,706,496 params x 2 bytes = 141.1 GB, would take 42.12 ms, 5.27 ms
+    # (decode_bound reads less: the input embedding table is only looked up)
     wb = LLAMA3_70B_PARAMS * 2
     assert decode_time_lower_bound(wb, 3.35e12) * 1e3 == pytest.approx(42.121, abs=1e-3)
     assert decode_time_lower_bound(wb, 3.35e12, tp=8) * 1e3 == pytest.approx(5.265, abs=1e-3)
@@ -127,8 +128,11 @@ def test_preset_decode_bound_llama3_70b():
 
     cfg = tmath.preset("llama3-70b")
     d = tmath.decode_bound(cfg, "H100", tp=8)
-    assert d.weight_bytes == 2 * LLAMA3_70B_PARAMS
-    assert d.seconds == pytest.approx(2 * LLAMA3_70B_PARAMS / (8 * 3.35e12))
+    # Every matrix is read once, but of the 128,256 x 8192 input embedding only one row per sequence.
+    read = LLAMA3_70B_PARAMS - 128256 * 8192
+    assert d.weight_bytes == 2 * read
+    assert d.seconds == pytest.approx(2 * read / (8 * 3.35e12))
+    assert tmath.decode_bound(cfg, "H100", tp=1).seconds * 1e3 == pytest.approx(41.49, abs=0.01)
     d2 = tmath.decode_bound(cfg, "H100", tp=8, batch=4, context_len=8192)
     assert d2.kv_bytes == 4 * 8192 * LLAMA3_70B_KV_BF16
     assert d2.tokens_per_s == pytest.approx(4 / d2.seconds)
@@ -151,8 +155,9 @@ def test_decode_bound_reads_the_whole_mla_latent_on_every_gpu():
     # (61 layers x (512 + 64) x 2 bytes per token) is not split by heads, so each GPU reads all of it.
     d = tmath.decode_bound(tmath.preset("deepseek-v3"), "H100", tp=8, context_len=4096)
     kv = 61 * 576 * 2 * 4096
-    assert d.bytes_per_gpu == pytest.approx(671_026_404_352 * 2 / 8 + kv)
-    assert d.seconds == pytest.approx((671_026_404_352 * 2 / 8 + kv) / 3.35e12)
+    weights = (671_026_404_352 - 129280 * 7168) * 2  # all but the input embedding table
+    assert d.bytes_per_gpu == pytest.approx(weights / 8 + kv)
+    assert d.seconds == pytest.approx((weights / 8 + kv) / 3.35e12)
 
 
 def test_decode_bound_replicates_kv_heads_when_tp_exceeds_them():
@@ -160,4 +165,11 @@ def test_decode_bound_replicates_kv_heads_when_tp_exceeds_them():
     d = tmath.decode_bound(tmath.preset("qwen2-7b"), "H100", tp=8, context_len=1000)
     per_token = 2 * 28 * 4 * 128 * 2
     assert d.kv_bytes == per_token * 1000
-    assert d.bytes_per_gpu == pytest.approx(7_615_616_512 * 2 / 8 + per_token * 1000 / 4)
+    assert d.bytes_per_gpu == pytest.approx((7_615_616_512 - 152064 * 3584) * 2 / 8 + per_token * 1000 / 4)
+
+
+def test_decode_bound_reads_a_tied_embedding_whole_but_not_the_position_table():
+    # GPT-2 small: the 50,257 x 768 token table is also the LM head (read whole every step);
+    # the 1024 x 768 learned position table is only looked up.
+    d = tmath.decode_bound(tmath.preset("gpt2"), "H100")
+    assert d.weight_bytes == (124_439_808 - 1024 * 768) * 2

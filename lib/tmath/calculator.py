@@ -41,7 +41,7 @@ def ledger_text(model: Any, **settings: Any) -> str:
 
 
 SUMMARY_COLUMNS = (
-    "model", "T", "params (B)", "active (B)", "train FLOPs/token (G)", "6N error",
+    "model", "T", "params (B)", "active (B)", "train FLOPs/token (G)", "6P error",
     "KV/token (KiB)", "KV/seq (GB)", "decode step (ms)",
 )
 
@@ -83,7 +83,7 @@ def summary_markdown(models, **settings: Any) -> str:
 
 def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16", tp: int = 8,
                   gpu: str = "H100"):
-    """Three panels for one model: training FLOPs per token against T (exact and 6N), the KV cache of
+    """Three panels for one model: training FLOPs per token against T (exact and 6P), the KV cache of
     one sequence against T (with the HBM left for it), and the decode-step bound against batch size."""
     import matplotlib.pyplot as plt
 
@@ -105,7 +105,7 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     ax = axes[0]
     ax.loglog(ts, flops, label="exact")
-    ax.axhline(six_n, color="C1", ls="--", label="6N")
+    ax.axhline(six_n, color="C1", ls="--", label="6P")
     ax.axvline(seq_len, color="gray", lw=0.8)
     ax.set(xlabel="sequence length T", ylabel="training FLOPs per token", title=cfg.name)
     ax.legend()

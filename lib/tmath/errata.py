@@ -456,9 +456,10 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="条",
         compute=lambda: _llama70b_concurrency(4096),
         cause=(
-            "41 约等于单卡 55 GB 除以一条 4K 序列的全部 KV cache（1.34 GB）；但 TP=8 时每张卡只存 "
-            "1/8 的 KV 头，即每条序列的 1/8，能容纳的序列数是原文的 8 倍。精确值按每卡 80 GB − "
-            "141.1 GB/8 权重 − 5 GB 开销 = 57.4 GB 计；按原文的 440 GB 总池计也有 327 条。"
+            "原文自己的式子算出来是 440 GB ÷ (0.32 MB × 4096) ≈ 336 条，写下的 41 少了约 8 倍——"
+            "41 恰好是单卡的 55 GB 除以一条 4K 序列的全部 KV cache（1.34 GB）。TP=8 时每张卡只存 "
+            "1/8 的 KV 头，按每卡算和按 8 卡总池算是同一回事。精确值按每卡 80 GB − 141.1 GB/8 权重 − "
+            "5 GB 开销 = 57.4 GB 计；按原文的 440 GB 总池和精确的 KV 字节数计是 327 条。"
         ),
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
@@ -471,7 +472,7 @@ ERRATA_LEDGER: list[Erratum] = [
         stated=20,
         unit="条",
         compute=lambda: _llama70b_concurrency(8192),
-        cause="与 4K 一条同因：TP=8 时每卡只存每条序列 1/8 的 KV cache，原文少算了 8 倍。",
+        cause="与 4K 一条同因：原文的式子本身给出约 168 条，写下的结果少了约 8 倍。",
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
     ),
@@ -483,7 +484,7 @@ ERRATA_LEDGER: list[Erratum] = [
         stated=5,
         unit="条",
         compute=lambda: _llama70b_concurrency(32768),
-        cause="与 4K 一条同因：TP=8 时每卡只存每条序列 1/8 的 KV cache，原文少算了 8 倍。",
+        cause="与 4K 一条同因：原文的式子本身给出约 42 条，写下的结果少了约 8 倍。",
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
     ),
@@ -512,8 +513,9 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="ms",
         compute=_llama70b_decode_ms,
         cause=(
-            "除法本身没错，错在沿用了 140 GB：141.1 GB / 3.35 TB/s = 42.1 ms；"
-            "TP=8 时每卡 5.27 ms 而不是 5.2 ms。"
+            "解码一步并不读整张输入嵌入表（128,256 × 8192，每条序列只查一行），"
+            "要读的是其余 69.50B 参数 = 139.0 GB：139.0 GB / 3.35 TB/s = 41.5 ms，TP=8 时每卡 5.19 ms。"
+            "原文的 140 GB 本是权重显存（精确值 141.1 GB），挪来当读取量，两处误差恰好部分抵消。"
         ),
         chapter="book/ledger/llama3-70b",
         fmt=".1f",
@@ -610,9 +612,11 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="TB",
         compute=lambda: _seed_example_activation_tb("none"),
         cause=(
-            "“每层 20 个 B·T×D 张量”的估计漏掉了注意力的 s×s 项（得分、softmax 输出和 dropout 掩码）。"
-            "按 Korthikanti 等（2022）的每层公式 sbh(34 + 5as/h)，取 s = 4096、a = 64（H = 128），"
-            "完整保存所有激活约 407 TB；84 TB 连不存 s×s 项的 34·sbh（71 TB）都不到。"
+            "“每层 20 个 B·T×D 张量”的估计漏掉了注意力的 s×s 项"
+            "（softmax 输出、dropout 掩码和 dropout 输出）。"
+            "按 Korthikanti 等（2022）的每层公式 sbh(34 + 5as/h)（GPT 式、带 dropout），取 s = 4096、"
+            "a = 64（H = 128），完整保存所有激活约 407 TB；84 TB 只比完全不计 s×s 项的 34·sbh（71 TB）"
+            "多一点。不用 dropout 时是 sbh(32 + 2as/h) ≈ 201 TB，仍是原文的 2.4 倍。"
         ),
         chapter="book/ledger/memory",
         fmt=".3g",
@@ -767,7 +771,10 @@ ERRATA_ENERGY: list[Erratum] = [
         stated=2.0,
         unit="年",
         compute=lambda: math.log(2) / math.log(EFFICIENCY_ANNUAL_FACTOR),
-        cause="两个趋势互相矛盾：每年 1.28 倍对应的翻倍时间是 ln2 / ln1.28 年，而不是 2 年。",
+        cause=(
+            "若两句说的是同一个量，它们互相矛盾：每年 1.28 倍对应的翻倍时间是 ln2 / ln1.28 年，而不是 2 年。"
+            "两个数也可能出自不同的数据集（例如前沿加速器与全部 GPU），但原文没有注明。"
+        ),
         chapter="book/energy/energy",
         fmt=".2f",
     ),

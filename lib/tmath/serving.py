@@ -76,7 +76,7 @@ def decode_time_lower_bound(
 ) -> float:
     """Seconds per decode step if HBM bandwidth were the only limit.
 
-    Every step reads all weights once (shared by the whole batch) plus the KV
+    Every step reads the weights once (shared by the whole batch) plus the KV
     cache of every sequence in the batch; with tensor parallelism ``tp`` the
     bytes are split evenly over ``tp`` GPUs reading in parallel:
     ``(weight_bytes + kv_bytes) / (bandwidth x tp)``.  Compute, communication
@@ -97,7 +97,7 @@ class DecodeBound:
     tp: int
     batch: int
     context_len: int
-    weight_bytes: float
+    weight_bytes: float  # the weights one step reads (all but the looked-up embedding tables)
     kv_bytes: float
     bandwidth: float
     seconds: float
@@ -131,13 +131,17 @@ def decode_bound(
     kv_dtype: str = "bf16",
     moe_weights: str = "total",
 ) -> DecodeBound:
-    """Decode-step lower bound for ``cfg``: weights from ``count_params`` x bytes,
-    KV from ``kv_cache_bytes_per_token`` x ``context_len`` x ``batch``.
+    """Decode-step lower bound for ``cfg``: the weights a step reads, plus its KV cache.
+
+    A step reads every weight matrix once, except the input embedding table (and learned
+    position table), of which it only looks up one row per sequence: those tables are left out
+    of ``weight_bytes`` (a tied table is read whole anyway, as the LM head). The KV cache read is
+    ``kv_cache_bytes_per_token`` x ``context_len`` x ``batch``.
 
     With tensor parallelism each GPU reads 1/tp of the weights and the KV heads it
     holds (:func:`kv_bytes_per_token_per_gpu`: ceil(K/tp) of K heads, all of MLA's
     latent, which is not split by heads); the GPUs read in parallel.
-    ``moe_weights="total"`` reads every parameter (true once the batch touches
+    ``moe_weights="total"`` reads every expert (true once the batch touches
     all experts); ``"active"`` reads only ``count_params(cfg).active`` (batch 1).
     """
     from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
@@ -147,7 +151,8 @@ def decode_bound(
     if moe_weights not in ("total", "active"):
         raise ValueError(f"moe_weights must be 'total' or 'active', got {moe_weights!r}")
     n = p.total if moe_weights == "total" else p.active
-    wb = n * dtype_bytes(weight_dtype)
+    looked_up = p.breakdown["positions"] + (0 if cfg.tie_embeddings else p.breakdown["embedding"])
+    wb = (n - looked_up) * dtype_bytes(weight_dtype)
     tp = int_arg("tp", tp)
     batch = int_arg("batch", batch)
     context_len = int_arg("context_len", context_len, 0)
