@@ -50,6 +50,46 @@ def test_notebook_is_saved_executed_and_static(path):
                 assert meta.get("image", {}).get("alt"), f"cell {i}: figure without alt text"
 
 
+CODE_OR_MATH = re.compile(r"(`+).*?\1|\$\$.*?\$\$|\$[^$\n]*\$")
+
+
+def prose_lines(markdown: str):
+    """Lines of running text: no code fences (directive fences hold prose), options, HTML or code spans."""
+    stack = []
+    for line in markdown.splitlines():
+        st = line.strip()
+        if st.startswith("```"):
+            if st.startswith("```{"):
+                stack.append("directive")
+            elif st == "```" and stack:
+                stack.pop()
+            else:
+                stack.append("code")
+            continue
+        if (stack and stack[-1] == "code") or st.startswith("<") or re.match(r":[\w-]+:", st):
+            continue
+        yield CODE_OR_MATH.sub("", line)
+
+
+PROSE_PAGES = NOTEBOOKS + sorted((ROOT / "book").rglob("*.md"))
+
+
+@pytest.mark.parametrize("path", PROSE_PAGES, ids=ids)
+def test_chinese_prose_uses_chinese_quotes(path):
+    """Sphinx's smart quotes turn an ASCII "…" after a Chinese character into ”…”: write “…”."""
+    if path.suffix == ".ipynb":
+        texts = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    else:
+        texts = [path.read_text(encoding="utf-8")]
+    bad = [line.strip() for text in texts for line in prose_lines(text) if '"' in line]
+    assert not bad, f"ASCII double quotes in prose (use “…”): {bad[:3]}"
+
+
+def test_quote_check_sees_prose_and_skips_code():
+    text = '正文"引号"\n`code "x"`\n```python\nprint("x")\n```\n```{admonition} 标题\n框里"也算"\n```\n$a"b$'
+    assert [line for line in prose_lines(text) if '"' in line] == ['正文"引号"', '框里"也算"']
+
+
 def test_only_excluded_notebooks_need_torch():
     """`make book` has no torch: a notebook that imports it must be excluded from build execution."""
     from pathlib import PurePosixPath

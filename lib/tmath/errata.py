@@ -704,7 +704,7 @@ ERRATA_FLASH: list[Erratum] = [
         seed="003",
         location="8.2 分块合并公式",
         claim="只给出 M 与 L 的合并，却说只需维护 M、L、O 三个状态",
-        correction="O = (e^{M¹−M}·L¹·O¹ + e^{M²−M}·L²·O²) / L：输出也必须按新最大值重缩放",
+        correction="O = (exp(M¹−M)·L¹·O¹ + exp(M²−M)·L²·O²) / L：输出也必须按新最大值重缩放",
         verify=_flash_merge_with_output_rescaled,
         cause=(
             "只合并 L 得不到输出；按局部和加权而不重缩放的输出与精确注意力不符，"
