@@ -54,19 +54,22 @@ CODE_OR_MATH = re.compile(r"(`+).*?\1|\$\$.*?\$\$|\$[^$\n]*\$")
 
 
 def prose_lines(markdown: str):
-    """Lines of running text: no code fences (directive fences hold prose), options, HTML or code spans."""
-    stack = []
+    """Lines of running text: no code blocks (a directive's body and title are prose), options, HTML."""
+    stack = []  # (kind, fence length)
     for line in markdown.splitlines():
         st = line.strip()
-        if st.startswith("```"):
-            if st.startswith("```{"):
-                stack.append("directive")
-            elif st == "```" and stack:
+        fence = re.match(r"(`{3,}|~{3,})(.*)", st)
+        if fence:
+            ticks, rest = len(fence.group(1)), fence.group(2).strip()
+            if not rest and stack and ticks >= stack[-1][1]:
                 stack.pop()
+            elif rest.startswith("{"):
+                stack.append(("directive", ticks))
+                yield CODE_OR_MATH.sub("", rest.partition("}")[2])  # the title
             else:
-                stack.append("code")
+                stack.append(("code", ticks))
             continue
-        if (stack and stack[-1] == "code") or st.startswith("<") or re.match(r":[\w-]+:", st):
+        if (stack and stack[-1][0] == "code") or st.startswith("<") or re.match(r":[\w-]+:", st):
             continue
         yield CODE_OR_MATH.sub("", line)
 
@@ -86,8 +89,10 @@ def test_chinese_prose_uses_chinese_quotes(path):
 
 
 def test_quote_check_sees_prose_and_skips_code():
-    text = '正文"引号"\n`code "x"`\n```python\nprint("x")\n```\n```{admonition} 标题\n框里"也算"\n```\n$a"b$'
-    assert [line for line in prose_lines(text) if '"' in line] == ['正文"引号"', '框里"也算"']
+    text = ('正文"引号"\n`code "x"`\n```python\nprint("x")\n```\n```{admonition} 标题"一"\n框里"也算"\n```\n'
+            '````{admonition} 外\n```python\ny = "z"\n```\n后"面"\n````\n$a"b$')
+    found = [line.strip() for line in prose_lines(text) if '"' in line]
+    assert found == ['正文"引号"', '标题"一"', '框里"也算"', '后"面"']
 
 
 def test_only_excluded_notebooks_need_torch():
