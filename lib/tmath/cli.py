@@ -169,7 +169,7 @@ def _render(led: dict[str, Any]) -> str:
     ]
     rows += [(f"  {k}", _fmt_sci(v)) for k, v in f["breakdown"].items()]
     rows += [
-        (f"6·N·tokens (N = {f['six_n_t_uses']})", _fmt_sci(f["six_n_t"])),
+        (f"6·P·tokens (P = {f['six_n_t_uses']})", _fmt_sci(f["six_n_t"])),
         ("6PT relative error", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
         ("KV cache", ""),
         ("per token", _fmt_bytes(kv["bytes_per_token"])),

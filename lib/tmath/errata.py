@@ -232,13 +232,14 @@ ERRATA_GPT3: list[Erratum] = [
         key="gpt3-total-params",
         seed="000",
         location="参数汇总：96 × 18.1 亿 + 6.2 亿",
-        claim="1,738 亿 + 6.2 亿，合计约 1750 亿",
+        claim="1,738 亿 + 6.2 亿，合计约 1750 亿 ✓",
         stated=1750e8,
         unit="",
         compute=lambda: __import__("tmath").count_params(_gpt3()).total,
         cause=(
-            "原文自己的两项相加只有约 1,744 亿；逐张量精确计数（含偏置、LayerNorm、位置嵌入，"
-            "词嵌入与输出层共享）为 1,746.0 亿。论文表 2.1 的 175.0B 是舍入后的标称值。"
+            "“约 1750 亿”作为标称值没错（论文表 2.1 的 175.0B 本身就是舍入）；错在把它当成两项之和打了 ✓："
+            "1,738 + 6.2 = 1,744.2 亿，而且两项都漏了位置嵌入（0.25 亿）和偏置、LayerNorm（0.15 亿）。"
+            "逐张量精确计数（词嵌入与输出层共享）为 1,746.0 亿。"
         ),
         chapter="book/gpt3/architecture",
         fmt=",.0f",
@@ -282,7 +283,7 @@ ERRATA_GPT3: list[Erratum] = [
             "而一个 fp16 张量是 2·sbh 字节：约为原文的 57 倍。"
         ),
         chapter="book/gpt3/architecture",
-        fmt=",.0f",
+        fmt=",.1f",
     ),
 ]
 
@@ -299,6 +300,28 @@ def _gpt3_forward_step_flops() -> float:
 def _llama70b_gpus_for_16_days() -> float:
     """H100s needed to do the seed's own 6 N D at 40% MFU in its 16 days."""
     return _llama70b_gpu_hours() / (16 * 24)
+
+
+def _training_not_always_3x_forward() -> bool:
+    """Training is exactly 3 x the forward pass's matmuls without recomputation, 4 x with full
+    recomputation (one more forward), so "always 3 x" does not hold."""
+    from tmath import forward_flops, preset, training_flops
+    from tmath.memory import attention_core_forward_flops, recompute_flops
+
+    cfg, t = preset("llama3-70b"), 8192
+    train, fwd = training_flops(cfg, t).total, forward_flops(cfg, t).total
+    full = recompute_flops(train, fwd, attention_core_forward_flops(cfg, t), "full")
+    return abs(train / fwd - 3) < 1e-6 and abs(full.total / fwd - 4) < 1e-6  # (RoPE: not a matmul)
+
+
+def _sixpt_not_valid_up_to_8d() -> bool:
+    """6PT's error for Llama 3 70B: already beyond -10 % at T = D, beyond -40 % at T = 8D."""
+    from tmath import preset
+    from tmath.flops import six_n_t_error
+
+    cfg = preset("llama3-70b")
+    d = cfg.hidden_size
+    return six_n_t_error(cfg, d) < -0.10 and six_n_t_error(cfg, 8 * d) < -0.40
 
 
 # The seed's matmul example, on a concrete shape: 4096 tokens x D = 8192 into F = 28672
@@ -323,33 +346,6 @@ ERRATA_FLOPS: list[Erratum] = [
         fmt=".4g",
     ),
     Erratum(
-        key="gpt3-step-flops",
-        seed="000",
-        location="一个训练 step 的 FLOPs",
-        claim="≈ 1.67 × 10¹⁸ 次浮点运算",
-        stated=1.67e18,
-        unit="FLOPs",
-        compute=_gpt3_step_flops,
-        cause=(
-            "沿用了上一条少算一半的每层 FLOPs；另外漏掉了注意力点积（QKᵀ 与 AV）和输出层（LM head）。"
-            "精确值按 3.2M token、上下文 2048、不计因果掩码节省计。"
-        ),
-        chapter="book/flops/six-pt",
-        fmt=".4g",
-    ),
-    Erratum(
-        key="llama3-70b-gpu-hours",
-        seed="003",
-        location="2.2 验证 Llama 3 70B",
-        claim="6.35e24 / (989e12 × 0.4) = 1.6e7 s = 4460 小时·卡",
-        stated=4460,
-        unit="GPU·h",
-        compute=_llama70b_gpu_hours,
-        cause="6.35e24 / 3.956e14 = 1.6e10 秒而不是 1.6e7 秒，差了 1000 倍；折合约 446 万卡时。",
-        chapter="book/flops/six-pt",
-        fmt=",.0f",
-    ),
-    Erratum(
         key="gpt3-forward-flops",
         seed="000",
         location="训练时的矩阵乘法规模：96 层前向传播",
@@ -363,6 +359,49 @@ ERRATA_FLOPS: list[Erratum] = [
         ),
         chapter="book/flops/six-pt",
         fmt=".4g",
+    ),
+    Erratum(
+        key="gpt3-step-flops",
+        seed="000",
+        location="一个训练 step 的 FLOPs",
+        claim="≈ 1.67 × 10¹⁸ 次浮点运算",
+        stated=1.67e18,
+        unit="FLOPs",
+        compute=_gpt3_step_flops,
+        cause=(
+            "沿用了上一条少算一半的每层 FLOPs；另外漏掉了注意力点积（QKᵀ 与 PV）和输出层（LM head）。"
+            "精确值按 3.2M token、上下文 2048、不计因果掩码节省计。"
+        ),
+        chapter="book/flops/six-pt",
+        fmt=".4g",
+    ),
+    Erratum(
+        key="training-always-3x",
+        seed="003",
+        location="2.2 三个倍数必须记住",
+        claim="推论：训练 FLOPs 永远是推理的 3 倍",
+        correction=(
+            "不重计算时训练的矩阵乘 FLOPs 恰是前向的 3 倍；整层重计算时是 4 倍，"
+            "冻结的权重与不需要输入梯度的第一层只要 2 倍"
+        ),
+        verify=_training_not_always_3x_forward,
+        cause=(
+            "3 倍来自每个矩阵乘的反向要算两个梯度（对输入、对权重），各等于一次前向；"
+            "重计算多做一次前向，冻结参数省掉对权重的梯度，所以“永远”不成立。"
+        ),
+        chapter="book/flops/six-pt",
+    ),
+    Erratum(
+        key="llama3-70b-gpu-hours",
+        seed="003",
+        location="2.2 验证 Llama 3 70B",
+        claim="6.35e24 / (989e12 × 0.4) = 1.6e7 s = 4460 小时·卡",
+        stated=4460,
+        unit="GPU·h",
+        compute=_llama70b_gpu_hours,
+        cause="6.35e24 / 3.956e14 = 1.6e10 秒而不是 1.6e7 秒，差了 1000 倍；折合约 446 万卡时。",
+        chapter="book/flops/six-pt",
+        fmt=",.0f",
     ),
     Erratum(
         key="llama3-70b-h100-fleet",
@@ -411,6 +450,22 @@ ERRATA_FLOPS: list[Erratum] = [
         chapter="book/flops/units",
         fmt=".3g",
         rel_tol=0.5,
+    ),
+    Erratum(
+        key="sixpt-below-8d",
+        seed="003",
+        location="10 Transformer 账本速查：FLOPs（训练）总计",
+        claim="总计 ≈ 6 × params × tokens（T < 8D 时成立）",
+        correction=(
+            "T = 8D 恰是（原文假设下）注意力点积与其余矩阵乘相等之处，6PT 在那里约低估一半；"
+            "要误差在 10% 以内，T 须短于 D（Llama 3 70B 约 0.83D）"
+        ),
+        verify=_sixpt_not_valid_up_to_8d,
+        cause=(
+            "8D 是注意力点积追上其余矩阵乘的临界长度，不是 6PT 的适用上限；"
+            "Llama 3 70B 在 T = D = 8192 时 6PT 已低估约 12%。"
+        ),
+        chapter="book/flops/when-6pt-fails",
     ),
 ]
 

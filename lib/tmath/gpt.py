@@ -427,8 +427,8 @@ class ForwardResult:
 _PRE = [
     ("token ids", "ids", lambda T, D, N, H, F, V: (T,)),
     ("token embedding", "E[ids]", lambda T, D, N, H, F, V: (T, D)),
-    ("position embedding", "P[0:T]", lambda T, D, N, H, F, V: (T, D)),
-    ("x0 = tok + pos", "x0 = E[ids] + P[0:T]", lambda T, D, N, H, F, V: (T, D)),
+    ("position embedding", "E_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
+    ("x0 = tok + pos", "x0 = E[ids] + E_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
 ]
 _BLOCK = [
     ("ln_1", "LN_1(x)", lambda T, D, N, H, F, V: (T, D)),
@@ -436,7 +436,7 @@ _BLOCK = [
     ("q (split heads)", "Q -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
     ("k (split heads)", "K -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
     ("v (split heads)", "V -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
-    ("scores", "Q K^T / sqrt(H) + M", lambda T, D, N, H, F, V: (N, T, T)),
+    ("scores", "Q K^T / sqrt(d_head) + M", lambda T, D, N, H, F, V: (N, T, T)),
     ("softmax", "A = softmax_row(scores)", lambda T, D, N, H, F, V: (N, T, T)),
     ("heads", "A V", lambda T, D, N, H, F, V: (N, T, H)),
     ("concat", "Concat(heads)", lambda T, D, N, H, F, V: (T, D)),
@@ -444,13 +444,13 @@ _BLOCK = [
     ("residual 1", "x + attn", lambda T, D, N, H, F, V: (T, D)),
     ("ln_2", "LN_2(x)", lambda T, D, N, H, F, V: (T, D)),
     ("mlp up", "x W_1 + b_1", lambda T, D, N, H, F, V: (T, F)),
-    ("gelu", "GELU", lambda T, D, N, H, F, V: (T, F)),
-    ("mlp down", "h W_2 + b_2", lambda T, D, N, H, F, V: (T, D)),
+    ("gelu", "g = GELU(x W_1 + b_1)", lambda T, D, N, H, F, V: (T, F)),
+    ("mlp down", "g W_2 + b_2", lambda T, D, N, H, F, V: (T, D)),
     ("residual 2", "x + mlp", lambda T, D, N, H, F, V: (T, D)),
 ]
 _POST = [
     ("ln_f", "LN_f(x)", lambda T, D, N, H, F, V: (T, D)),
-    ("logits", "h E^T", lambda T, D, N, H, F, V: (T, V)),
+    ("logits", "h_final E^T", lambda T, D, N, H, F, V: (T, V)),
     ("probs", "softmax(logits)", lambda T, D, N, H, F, V: (T, V)),
 ]
 

@@ -155,8 +155,9 @@ def activation_bytes_per_layer(
     ============  ==========================  ===========================
 
     With t = 1 the first row is the paper's Eq. (1), sbh(34 + 5as/h).  The
-    5as/h term is the s x s attention scores, softmax output and its dropout
-    mask; "selective" recomputes exactly those.  "full" keeps only the layer
+    5as/h term is, per head, the s x s softmax output (2 bytes), its dropout
+    mask (1 byte) and the dropout output (2 bytes); "selective" recomputes
+    exactly those.  "full" keeps only the layer
     input (2sbh bytes); sharding it over t with sequence parallelism follows
     the paper's Sec. 4.2.3 remark.  Other architectures (gated MLP, GQA) change
     the constants: treat the formula as the paper's GPT case.

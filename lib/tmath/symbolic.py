@@ -284,10 +284,10 @@ def split_projection_identity(h: int = 3) -> tuple[sp.MatrixExpr, sp.MatrixExpr]
 
 
 def concat_output_identity(h: int = 3) -> tuple[sp.MatrixExpr, sp.MatrixExpr]:
-    """``[H^(1) | ... | H^(h)] W^O`` with ``W^O`` split into row blocks, block-collapsed,
-    and ``sum_c H^(c) W^{O,(c)}``.  ``H^(c)`` is ``n x d_head``, ``W^{O,(c)}`` is
-    ``d_head x d_out``.  The two are equal (8.14'-8.15')."""
-    hs = head_blocks("H", h, n_tok, d_head)
+    """``[Z^(1) | ... | Z^(h)] W^O`` with ``W^O`` split into row blocks, block-collapsed,
+    and ``sum_c Z^(c) W^{O,(c)}``.  ``Z^(c)`` (a head's output) is ``n x d_head``,
+    ``W^{O,(c)}`` is ``d_head x d_out``.  The two are equal (8.14'-8.15')."""
+    hs = head_blocks("Z", h, n_tok, d_head)
     os_ = head_blocks("W_O", h, d_head, d_out)
     concat_then_project = sp.block_collapse(sp.BlockMatrix([hs]) * sp.BlockMatrix([[o] for o in os_]))
     sum_of_heads = sp.MatAdd(*[a * b for a, b in zip(hs, os_, strict=True)])
