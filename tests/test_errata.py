@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from book_pdf import toc_pages
 from conftest import ROOT
-from test_site import toc_pages
 from tmath import SOURCES
 from tmath.errata import ERRATA, erratum
 

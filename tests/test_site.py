@@ -21,38 +21,14 @@ from urllib.parse import quote, urlparse
 
 import nbformat
 import pytest
-import yaml
 from myst_nb.core.variables import format_plain_text
 
+from book_pdf import ARGS, toc_pages
 from conftest import EXAMPLE_REPOSITORY, ROOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def toc_pages() -> list[str]:
-    """Document names (without suffix) listed in _toc.yml, root first."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
+# The book's page order and Chromium's flags are the PDF script's (scripts/book_pdf.py): one place each.
+CHROMIUM_ARGS = ARGS
 
 
 def toc_notebooks() -> list[Path]:

@@ -103,6 +103,13 @@ HEIMAOSHUI_WEIGHTS_STATED = (0.319, 0.328, 0.353)
 HEIMAOSHUI_V = ((0.3, -0.1, 0.5), (0.1, 0.8, 0.2), (0.6, 0.2, -0.3))
 
 
+def _table_2_1_heads_x_dhead(name: str) -> int:
+    """n_heads x d_head as printed in the GPT-3 paper's Table 2.1 (what d_model should be)."""
+    from tmath import GPT3_TABLE_2_1
+
+    return GPT3_TABLE_2_1[name][3] * GPT3_TABLE_2_1[name][4]
+
+
 def _gpt3():
     from tmath import preset
 
@@ -191,8 +198,7 @@ ERRATA_GPT3: list[Erratum] = [
         claim="d_model = 2048，n_heads = 24，d_head = 128",
         stated=2048,
         unit="",
-        compute=lambda: __import__("tmath").GPT3_TABLE_2_1["gpt3-1.3b"][3]
-        * __import__("tmath").GPT3_TABLE_2_1["gpt3-1.3b"][4],
+        compute=lambda: _table_2_1_heads_x_dhead("gpt3-1.3b"),
         cause=(
             "多头注意力要求 n_heads × d_head = d_model，而 24 × 128 = 3072 ≠ 2048。参数量只取决于 d_model，"
             "1.3B 不受影响；本书的预设保留 d_model 与 d_head，取 16 个头。"
@@ -207,8 +213,7 @@ ERRATA_GPT3: list[Erratum] = [
         claim="d_model = 5140，n_heads = 40，d_head = 128",
         stated=5140,
         unit="",
-        compute=lambda: __import__("tmath").GPT3_TABLE_2_1["gpt3-13b"][3]
-        * __import__("tmath").GPT3_TABLE_2_1["gpt3-13b"][4],
+        compute=lambda: _table_2_1_heads_x_dhead("gpt3-13b"),
         cause=(
             "40 × 128 = 5120，而 5140 不能被 40 整除。按 5140 计数恰好得到论文的 13.0B，"
             "按自洽的 5120 则是 12.85B；本书的预设取 5120。"
