@@ -29,6 +29,7 @@ from tmath.kvcache import (  # noqa: E402
     DTYPE_BYTES,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
+    kv_cache_bytes_sequence,
     max_sequences,
 )
 from tmath.params import ParamCount, count_params, mtp_params  # noqa: E402
@@ -38,7 +39,8 @@ __all__ += [
     "SUPPORTED_MODEL_TYPES", "ModelConfig", "FlopCount", "attention_crossover",
     "attention_matmul_ratio", "einsum_dims", "einsum_flops", "forward_flops", "six_n_t",
     "six_n_t_error", "training_flops", "DTYPE_BYTES", "kv_cache_bytes",
-    "kv_cache_bytes_per_token", "max_sequences", "ParamCount", "count_params", "mtp_params",
+    "kv_cache_bytes_per_token", "kv_cache_bytes_sequence", "max_sequences", "ParamCount",
+    "count_params", "mtp_params",
     "GPT3_TABLE_2_1", "preset", "presets",
 ]
 

@@ -38,7 +38,7 @@ __all__ = [
     "measured_flops",
 ]
 
-_MOE_TYPES = ("mixtral", "deepseek_v3")
+_MOE_TYPES = ("mixtral", "deepseek_v3", "qwen3_moe", "deepseek_v2", "gpt_oss")
 
 
 def _check_dict(d: Any) -> dict:
@@ -74,38 +74,64 @@ def hf_param_count(d: dict) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def _windows_to_hf(cfg: Any, d: dict) -> None:
+    mt = cfg.model_type
+    if mt in ("qwen2", "qwen3", "qwen3_moe"):
+        d["use_sliding_window"] = cfg.sliding_window is not None
+    if cfg.sliding_window is not None or mt in ("mistral", "gemma2", "gemma3_text", "gpt_oss"):
+        d["sliding_window"] = cfg.sliding_window
+    if cfg.layer_types is not None:
+        d["layer_types"] = list(cfg.layer_types)
+    elif mt in ("gemma2", "gemma3_text", "gpt_oss", "qwen2", "qwen3"):
+        d["layer_types"] = list(cfg.resolved_layer_types)
+
+
 def preset_to_hf(cfg: Any) -> dict:
     """Map a :class:`tmath.ModelConfig` back to a transformers config dict.
 
-    Supported model types: gpt2, llama, mistral, mixtral, qwen2, deepseek_v3.
+    Supported model types: every one of :data:`tmath.SUPPORTED_MODEL_TYPES`.
     """
     from tmath.config import ModelConfig
 
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
-    if cfg.model_type == "gpt2":
+    mt = cfg.model_type
+    if mt == "gpt2":
         return dict(model_type="gpt2", n_embd=cfg.hidden_size, n_layer=cfg.num_layers,
                     n_head=cfg.num_heads, n_positions=cfg.max_position,
                     n_inner=cfg.intermediate_size, vocab_size=cfg.vocab_size,
                     tie_word_embeddings=cfg.tie_embeddings)
-    d = dict(model_type=cfg.model_type, hidden_size=cfg.hidden_size,
+    d = dict(model_type=mt, hidden_size=cfg.hidden_size,
              intermediate_size=cfg.intermediate_size, num_hidden_layers=cfg.num_layers,
              num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_kv_heads,
              vocab_size=cfg.vocab_size, max_position_embeddings=cfg.max_position,
              tie_word_embeddings=cfg.tie_embeddings)
-    if cfg.model_type in ("llama", "mistral", "mixtral", "qwen2"):
+    if not cfg.is_mla:
         d["head_dim"] = cfg.head_dim
-    if cfg.model_type == "llama":
+    if mt == "llama":
         d.update(attention_bias=cfg.qkv_bias, mlp_bias=cfg.mlp_bias)
-    if cfg.model_type == "mixtral":
+    if mt in ("qwen3", "qwen3_moe", "gemma2", "gemma3_text", "olmo2", "gpt_oss",
+              "deepseek_v2", "deepseek_v3"):
+        d["attention_bias"] = cfg.qkv_bias
+    if mt in ("gemma2", "gemma3_text"):
+        d.update(attn_logit_softcapping=cfg.attn_logit_softcap,
+                 final_logit_softcapping=cfg.final_logit_softcap)
+    if mt in ("mixtral", "gpt_oss"):
         d.update(num_local_experts=cfg.n_routed_experts, num_experts_per_tok=cfg.experts_per_token)
-    if cfg.model_type == "deepseek_v3":
+    if mt == "qwen3_moe":
+        d.update(num_experts=cfg.n_routed_experts, num_experts_per_tok=cfg.experts_per_token,
+                 moe_intermediate_size=cfg.moe_intermediate_size,
+                 mlp_only_layers=list(range(cfg.first_k_dense)))
+    if mt in ("deepseek_v2", "deepseek_v3"):
         d.update(n_routed_experts=cfg.n_routed_experts, n_shared_experts=cfg.n_shared_experts,
                  num_experts_per_tok=cfg.experts_per_token, first_k_dense_replace=cfg.first_k_dense,
                  moe_intermediate_size=cfg.moe_intermediate_size, q_lora_rank=cfg.q_lora_rank,
                  kv_lora_rank=cfg.kv_lora_rank, qk_rope_head_dim=cfg.qk_rope_head_dim,
                  qk_nope_head_dim=cfg.qk_nope_head_dim, v_head_dim=cfg.v_head_dim,
-                 attention_bias=cfg.qkv_bias, n_group=1, topk_group=1)
+                 n_group=1, topk_group=1)
+    if mt == "deepseek_v2":
+        d["mlp_bias"] = cfg.mlp_bias
+    _windows_to_hf(cfg, d)
     return d
 
 
@@ -231,6 +257,44 @@ FLOP_CONFIGS = {
                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                          num_local_experts=4, num_experts_per_tok=2, vocab_size=50,
                          bos_token_id=0, eos_token_id=0),
+    # The families added for issue 15; sliding windows shorter than the measured T (5, 8),
+    # so the masked eager matrix is what is measured.
+    "qwen3-tiny-window": dict(model_type="qwen3", hidden_size=32, intermediate_size=48,
+                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                              head_dim=16, vocab_size=60, use_sliding_window=True,
+                              sliding_window=3, max_window_layers=1, bos_token_id=0,
+                              eos_token_id=0),
+    "qwen3-moe-tiny": dict(model_type="qwen3_moe", hidden_size=32, intermediate_size=48,
+                           moe_intermediate_size=16, num_hidden_layers=3, num_attention_heads=4,
+                           num_key_value_heads=2, head_dim=16, num_experts=4,
+                           num_experts_per_tok=2, mlp_only_layers=[0], vocab_size=60,
+                           bos_token_id=0, eos_token_id=0),
+    "gemma2-tiny": dict(model_type="gemma2", hidden_size=32, intermediate_size=48,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        head_dim=16, vocab_size=60, sliding_window=4, bos_token_id=0,
+                        eos_token_id=0, pad_token_id=0),
+    "gemma3-tiny": dict(model_type="gemma3_text", hidden_size=32, intermediate_size=48,
+                        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=1,
+                        head_dim=16, vocab_size=60, sliding_window=3, sliding_window_pattern=2,
+                        bos_token_id=0, eos_token_id=0, pad_token_id=0),
+    "phi3-tiny-window": dict(model_type="phi3", hidden_size=32, intermediate_size=40,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             vocab_size=60, sliding_window=3, bos_token_id=0, eos_token_id=0,
+                             pad_token_id=0),
+    "olmo2-tiny": dict(model_type="olmo2", hidden_size=32, intermediate_size=40,
+                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                       vocab_size=60, bos_token_id=0, eos_token_id=0, pad_token_id=0),
+    "gpt-oss-tiny": dict(model_type="gpt_oss", hidden_size=32, intermediate_size=16,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=8, num_local_experts=4, num_experts_per_tok=2, vocab_size=60,
+                         sliding_window=3, bos_token_id=0, eos_token_id=0, pad_token_id=0),
+    "deepseek-v2-tiny": dict(model_type="deepseek_v2", hidden_size=32, intermediate_size=48,
+                             moe_intermediate_size=16, num_hidden_layers=3, num_attention_heads=4,
+                             num_key_value_heads=4, vocab_size=50, n_routed_experts=8,
+                             n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1,
+                             q_lora_rank=None, kv_lora_rank=16, qk_rope_head_dim=8,
+                             qk_nope_head_dim=16, v_head_dim=12, mlp_bias=True,
+                             topk_method="greedy", bos_token_id=0, eos_token_id=0),
     "deepseek-v3-tiny": dict(model_type="deepseek_v3", hidden_size=32, intermediate_size=48,
                              moe_intermediate_size=16, num_hidden_layers=3, num_attention_heads=4,
                              num_key_value_heads=4, vocab_size=50, n_routed_experts=8,

@@ -19,6 +19,29 @@ Conventions (the same as ``torch.utils.flop_counter.FlopCounterMode``):
   small matmul of inverse frequencies by positions, ``2·(rope_dim/2)·T`` FLOPs
   (independent of the batch: default ``position_ids`` have batch 1). It needs
   no gradient, so it is counted once in training. It is 0 with learned positions.
+  Gemma 3 builds one table per layer type (local and global): twice that.
+* Element-wise work is free, as in FlopCounterMode: norms (q/k norms
+  included), Gemma's logit and attention softcapping (``tanh``), the embedding
+  scale, gpt-oss's attention sinks (a concatenated logit column) and the
+  biases of its experts and router (an add after the matmul).
+* Fused projections (Phi-3's ``qkv_proj``, ``gate_up_proj``) are the same
+  products concatenated: the same count.
+
+Sliding-window attention (``cfg.sliding_window``, per layer ``cfg.layer_types``)
+has two counts, and the ``window`` argument picks one:
+
+* ``window=False`` (the default): what eager attention computes. It builds
+  the whole ``T×T`` score matrix and masks the positions outside the window,
+  so a window layer costs what a global layer costs. This is the count that
+  FlopCounterMode measures, and the one cross-checked against it.
+* ``window=True``: the useful FLOPs, those of the (query, key) pairs a window
+  layer actually uses; what a kernel that skips the masked blocks could do at
+  best. With ``causal=True`` a window-W layer counts the pairs
+  ``0 ≤ i − j < W``: ``Σᵢ min(i + 1, W)`` entries; with ``causal=False`` it
+  counts ``T·min(T, W)`` (each query against a dense band of W keys, the
+  analogue of the full ``T²`` count of a global layer). Global layers are
+  counted as without the option. Models without windows give the same
+  number either way.
 
 Breakdown keys: ``attention_proj`` (Q/K/V/O, or MLA's projections),
 ``attention_scores`` (Q·Kᵀ), ``attention_values`` (P·V), ``mlp`` (dense
@@ -28,6 +51,7 @@ layers), ``routed_experts`` (k experts per token), ``shared_experts``,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from math import prod
@@ -60,10 +84,35 @@ class FlopCount:
     seq_len: int = 0
     batch: int = 0
     causal: bool = False
+    window: bool = False
 
 
 def _score_entries(T: int, causal: bool) -> int:
     return T * (T + 1) // 2 if causal else T * T
+
+
+def _window_entries(T: int, W: int, causal: bool) -> int:
+    """Score entries a window-W layer uses: Σᵢ min(i+1, W) causal, T·min(T, W) otherwise."""
+    if not causal:
+        return T * min(T, W)
+    if T <= W:
+        return T * (T + 1) // 2
+    return W * (W + 1) // 2 + (T - W) * W
+
+
+def score_entries_per_head(cfg: ModelConfig, seq_len: int, causal: bool = False,
+                           window: bool = False) -> int:
+    """Score-matrix entries of one sequence and one head, summed over the layers.
+
+    ``window=False``: every layer computes ``T²`` (``T(T+1)/2`` causal) entries;
+    ``window=True``: a sliding-window layer counts only the entries inside its
+    window (see the module docstring).
+    """
+    T = int_arg("seq_len", seq_len)
+    full = _score_entries(T, causal)
+    if not window:
+        return cfg.num_layers * full
+    return sum(full if w is None else _window_entries(T, w, causal) for w in cfg.layer_windows)
 
 
 def attention_proj_flops_per_token(cfg: ModelConfig) -> int:
@@ -83,21 +132,34 @@ def _mlp_flops_per_token(cfg: ModelConfig, width: int) -> int:
     return 2 * cfg.hidden_size * width * (2 if cfg.mlp == "gelu" else 3)
 
 
-def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False) -> FlopCount:
-    """Matmul FLOPs of one forward pass (see the module docstring for what counts)."""
+def _check_flags(causal: object, window: object) -> None:
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {causal!r}")
+    if not isinstance(window, bool):
+        raise TypeError(f"window must be a bool (False: what eager computes, True: useful "
+                        f"FLOPs inside sliding windows), got {window!r}")
+
+
+def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False,
+                  window: bool = False) -> FlopCount:
+    """Matmul FLOPs of one forward pass (see the module docstring for what counts).
+
+    ``window=False`` counts what eager attention computes (cross-checked against
+    FlopCounterMode); ``window=True`` counts only the useful pairs inside each
+    sliding-window layer's window.
+    """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
     T = int_arg("seq_len", seq_len)
     B = int_arg("batch", batch)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    _check_flags(causal, window)
     BT, N = B * T, cfg.num_heads
-    S = _score_entries(T, causal)
+    S = score_entries_per_head(cfg, T, causal, window)
     b = dict.fromkeys(FLOP_KEYS, 0)
     L = cfg.num_layers
     b["attention_proj"] = L * BT * attention_proj_flops_per_token(cfg)
-    b["attention_scores"] = L * 2 * B * N * S * cfg.qk_head_dim
-    b["attention_values"] = L * 2 * B * N * S * cfg.value_head_dim
+    b["attention_scores"] = 2 * B * N * S * cfg.qk_head_dim
+    b["attention_values"] = 2 * B * N * S * cfg.value_head_dim
     b["mlp"] = cfg.num_dense_layers * BT * _mlp_flops_per_token(cfg, cfg.intermediate_size)
     if cfg.is_moe:
         Lm, Fm = cfg.num_moe_layers, cfg.moe_intermediate_size
@@ -105,15 +167,19 @@ def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool =
         b["shared_experts"] = Lm * BT * _mlp_flops_per_token(cfg, cfg.n_shared_experts * Fm)
         b["router"] = Lm * BT * 2 * cfg.hidden_size * cfg.n_routed_experts
     b["lm_head"] = 2 * BT * cfg.hidden_size * cfg.vocab_size
-    b["rope"] = cfg.rope_dim * T
-    return FlopCount(sum(b.values()), b, T, B, causal)
+    b["rope"] = cfg.rope_dim * T * cfg.rope_tables
+    return FlopCount(sum(b.values()), b, T, B, causal, window)
 
 
-def training_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False) -> FlopCount:
-    """Matmul FLOPs of one forward + backward pass: 3 × forward, the rope table once."""
-    fwd = forward_flops(cfg, seq_len, batch, causal)
+def training_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False,
+                   window: bool = False) -> FlopCount:
+    """Matmul FLOPs of one forward + backward pass: 3 × forward, the rope table once.
+
+    ``window`` as in :func:`forward_flops`.
+    """
+    fwd = forward_flops(cfg, seq_len, batch, causal, window)
     b = {k: (v if k == "rope" else 3 * v) for k, v in fwd.breakdown.items()}
-    return FlopCount(sum(b.values()), b, fwd.seq_len, fwd.batch, causal)
+    return FlopCount(sum(b.values()), b, fwd.seq_len, fwd.batch, causal, window)
 
 
 def einsum_flops(spec: str, *shapes: tuple[int, ...]) -> int:
@@ -199,9 +265,15 @@ def six_n_t(cfg: ModelConfig, tokens: int, which: str = "active") -> int:
 
 
 def six_n_t_error(cfg: ModelConfig, seq_len: int, batch: int = 1, which: str = "active",
-                  causal: bool = False) -> float:
-    """Relative error (6·N·B·T − exact) / exact against :func:`training_flops`."""
-    exact = training_flops(cfg, seq_len, batch, causal).total
+                  causal: bool = False, window: bool = True) -> float:
+    """Relative error (6·N·B·T − exact) / exact against :func:`training_flops`.
+
+    ``window=True`` (the default) takes the useful attention FLOPs inside
+    sliding windows as exact, so a windowed model's error saturates instead of
+    growing without bound with T; ``window=False`` takes what eager attention
+    computes. Models without windows give the same number either way.
+    """
+    exact = training_flops(cfg, seq_len, batch, causal, window).total
     approx = six_n_t(cfg, seq_len * batch, which)
     return (approx - exact) / exact
 
@@ -217,21 +289,26 @@ def _linear_per_token(cfg: ModelConfig, against: str, include_lm_head: bool) -> 
 
 
 def attention_matmul_ratio(cfg: ModelConfig, seq_len: int, causal: bool = False,
-                           against: str = "all", include_lm_head: bool = False) -> float:
+                           against: str = "all", include_lm_head: bool = False,
+                           window: bool = True) -> float:
     """FLOPs of the attention dot products (Q·Kᵀ and P·V) over the other matmuls.
 
     ``against="all"``: every other matmul of the decoder layers (projections,
     MLP/experts, router; the LM head too if ``include_lm_head``); ``"ffn"``: the
     MLP/experts only. Independent of batch, and the same for training as for
     the forward pass (everything is 3×). The rope table is left out.
+    ``window=True`` (the default) counts a sliding-window layer's useful pairs
+    only (see :func:`forward_flops`), so with windows the ratio saturates;
+    ``window=False`` counts the full masked matrix that eager attention computes.
     """
-    f = forward_flops(cfg, seq_len, 1, causal).breakdown
+    f = forward_flops(cfg, seq_len, 1, causal, window).breakdown
     attn = sum(f[k] for k in ATTENTION_DOT_KEYS)
     return attn / (seq_len * _linear_per_token(cfg, against, include_lm_head))
 
 
 def attention_crossover(cfg: ModelConfig, against: str = "all", causal: bool = False,
-                        include_lm_head: bool = False) -> Fraction:
+                        include_lm_head: bool = False,
+                        window: bool = True) -> Fraction | float:
     """Context length T* where attention dot-product FLOPs equal the other matmuls, exactly.
 
     Per sequence, attention costs ``a·T²`` (``a·T(T+1)/2`` causal) with
@@ -240,9 +317,42 @@ def attention_crossover(cfg: ModelConfig, against: str = "all", causal: bool = F
     assumptions (gated MLP with F = 4D, N = K, N·H = D, no LM head), per layer
     ``b = 2·3·D·4D + 2·4·D² = 32D²`` and ``a = 2·N·2H = 4D``, so T* = 8D; with a
     realistic gated F = 8D/3 (or a 2-matrix MLP with F = 4D), b = 24D² and T* = 6D.
+
+    Sliding windows (``window=True``, the default): a window-W layer uses at
+    most W keys per query, so its attention grows only linearly beyond T = W
+    (see :func:`forward_flops` for the two counts). Then:
+
+    * every layer windowed and no crossing at T ≤ W: the attention share
+      saturates below 1 and never crosses: returns ``math.inf``;
+    * a mix of global and window layers: beyond W only the global layers'
+      attention still grows, and T* is where it catches up. Exact (a
+      ``Fraction``) except in the causal case beyond W, where T* is the root
+      of a quadratic and is returned as a ``float``.
+
+    ``window=False`` ignores windows (the full masked matrix eager computes).
+    Without windows the result is the same either way, a ``Fraction``.
     """
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {causal!r}")
+    _check_flags(causal, window)
     b = _linear_per_token(cfg, against, include_lm_head)
-    a = 2 * cfg.num_layers * cfg.num_heads * (cfg.qk_head_dim + cfg.value_head_dim)
-    return Fraction(2 * b, a) - 1 if causal else Fraction(b, a)
+    per_layer = 2 * cfg.num_heads * (cfg.qk_head_dim + cfg.value_head_dim)
+    windows = cfg.layer_windows if window else (None,) * cfg.num_layers
+    a = per_layer * cfg.num_layers
+    t_small = Fraction(2 * b, a) - 1 if causal else Fraction(b, a)
+    sliding = [w for w in windows if w is not None]
+    if not sliding or t_small <= min(sliding):
+        return t_small
+    if len(set(sliding)) > 1:
+        raise ValueError("attention_crossover supports one sliding_window size per model")
+    W = sliding[0]
+    a_f = per_layer * (len(windows) - len(sliding))  # global layers
+    a_w = per_layer * len(sliding)  # window layers
+    if a_f == 0:
+        return math.inf
+    if not causal:
+        # a_f·T² + a_w·T·W = b·T  (T > W)
+        return Fraction(b - a_w * W, a_f)
+    # a_f·T(T+1)/2 + a_w·(W(W+1)/2 + (T−W)·W) = b·T  (T > W), a quadratic in T.
+    qa = Fraction(a_f, 2)
+    qb = Fraction(a_f, 2) + a_w * W - b
+    qc = -Fraction(a_w * W * (W - 1), 2)
+    return float((-qb + math.sqrt(qb * qb - 4 * qa * qc)) / (2 * qa))

@@ -6,6 +6,17 @@ latent and the shared rotary key instead: ``L·(kv_lora_rank + qk_rope_head_dim)
 elements, the cache its decoding kernels keep (transformers' implementation
 caches the same two tensors).
 
+Sliding-window layers (Mistral, Gemma 2/3, gpt-oss, Phi-3, ...) keep only the
+last W positions, so per-token bytes no longer describe a sequence:
+:func:`kv_cache_bytes_sequence` gives the bytes of whole sequences of a given
+length. Convention: a window-W layer holds ``min(seq_len, W)`` positions, the
+W keys the next query attends to; this is what transformers' static
+sliding-window cache allocates (``StaticSlidingWindowLayer``: ``min(W,
+max_cache_len)``). transformers' default ``DynamicSlidingWindowLayer`` stores
+one position fewer between steps (``W − 1``: the new token's key completes
+the window) and grows back to W while it attends; the difference is one
+position per window layer. Global layers hold all ``seq_len`` positions.
+
 Element sizes in bytes: fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.5. Results
 are whole bytes; with int4 an odd element count is rounded *up* (two 4-bit
 values per byte, the last byte half used). Scales/zero-points of quantised
@@ -50,22 +61,51 @@ def kv_cache_elements_per_token(cfg: ModelConfig) -> int:
 
 
 def kv_cache_bytes_per_token(cfg: ModelConfig, dtype: str = "bf16") -> int:
-    """KV-cache bytes one token adds (all layers), rounded up to a whole byte."""
+    """KV-cache bytes one token adds (all layers), rounded up to a whole byte.
+
+    With sliding-window layers this is the growth while the sequence is
+    shorter than the window; for whole sequences use :func:`kv_cache_bytes_sequence`.
+    """
     return ceil(kv_cache_elements_per_token(cfg) * dtype_bytes(dtype))
 
 
-def kv_cache_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:
-    """Bytes of the KV cache of ``batch`` sequences of ``seq_len`` tokens (rounded up)."""
-    int_arg("seq_len", seq_len)
+def kv_cache_positions(cfg: ModelConfig, seq_len: int) -> int:
+    """Cached positions of one sequence summed over the layers: min(T, W) per window layer."""
+    T = int_arg("seq_len", seq_len)
+    if not isinstance(cfg, ModelConfig):
+        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+    return sum(T if w is None else min(T, w) for w in cfg.layer_windows)
+
+
+def kv_cache_bytes_sequence(cfg: ModelConfig, seq_len: int, dtype: str = "bf16",
+                            batch: int = 1) -> int:
+    """KV-cache bytes of ``batch`` whole sequences of ``seq_len`` tokens (rounded up).
+
+    Honours sliding windows: a window-W layer keeps ``min(seq_len, W)`` positions
+    (the module docstring states the convention and how it relates to
+    transformers' caches). Without windows this is per-token bytes × seq_len × batch.
+    """
     int_arg("batch", batch)
-    return ceil(kv_cache_elements_per_token(cfg) * seq_len * batch * dtype_bytes(dtype))
+    per_layer_token = Fraction(kv_cache_elements_per_token(cfg), cfg.num_layers)
+    return ceil(per_layer_token * kv_cache_positions(cfg, seq_len) * batch * dtype_bytes(dtype))
+
+
+def kv_cache_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1, dtype: str = "bf16") -> int:
+    """Bytes of the KV cache of ``batch`` sequences of ``seq_len`` tokens (rounded up).
+
+    The same as :func:`kv_cache_bytes_sequence` (sliding windows honoured).
+    """
+    return kv_cache_bytes_sequence(cfg, seq_len, dtype=dtype, batch=batch)
 
 
 def max_sequences(cfg: ModelConfig, budget_bytes: int, seq_len: int, dtype: str = "bf16") -> int:
-    """How many full ``seq_len``-token sequences' KV caches fit in ``budget_bytes`` (floor)."""
+    """How many full ``seq_len``-token sequences' KV caches fit in ``budget_bytes`` (floor).
+
+    Sliding windows honoured (:func:`kv_cache_bytes_sequence`).
+    """
     if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool):
         raise TypeError(f"budget_bytes must be an int number of bytes, got {budget_bytes!r}")
     if budget_bytes < 0:
         raise ValueError(f"budget_bytes must be >= 0, got {budget_bytes}")
-    per_seq = kv_cache_bytes(cfg, seq_len, 1, dtype)
+    per_seq = kv_cache_bytes_sequence(cfg, seq_len, dtype=dtype)
     return budget_bytes // per_seq

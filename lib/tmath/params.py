@@ -8,12 +8,15 @@ parameters. Breakdown keys (fixed):
 
 ``embedding``       token embedding V·D
 ``positions``       learned position embedding (GPT-2) max_position·D
-``attention``       Q/K/V/O projections with their biases (MLA: all its projections)
+``attention``       Q/K/V/O projections with their biases (MLA: all its projections; gpt-oss's
+                    attention sinks, N per layer)
 ``mlp``             dense MLPs (all layers of a dense model, the first_k_dense layers of a MoE)
-``routed_experts``  the routed experts of the MoE layers
+``routed_experts``  the routed experts of the MoE layers (with their biases, gpt-oss)
 ``shared_experts``  the shared experts of the MoE layers
-``router``          the router (gate) matrices E·D
-``norms``           every normalisation weight (and LayerNorm bias), incl. MLA's latent norms
+``router``          the router (gate) matrices E·D (+ E with a router bias, gpt-oss)
+``norms``           every normalisation weight (and LayerNorm bias), incl. MLA's latent norms,
+                    q/k norms (Qwen3, Gemma 3: H each; OLMo 2: N·H and K·H) and Gemma's
+                    four norms per layer
 ``lm_head``         the output projection D·V (0 when tied to the embedding)
 
 ``active`` counts what one token touches: everything except the routed experts,
@@ -54,7 +57,10 @@ def _norm_params(cfg: ModelConfig, width: int) -> int:
 
 
 def attention_params_per_layer(cfg: ModelConfig) -> int:
-    """Projection weights and biases of one attention block (no norms)."""
+    """Projection weights and biases of one attention block, and its sinks (no norms).
+
+    Phi-3's fused ``qkv_proj`` is the Q, K and V matrices concatenated: the same count.
+    """
     D, N = cfg.hidden_size, cfg.num_heads
     if cfg.is_mla:
         qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
@@ -72,7 +78,7 @@ def attention_params_per_layer(cfg: ModelConfig) -> int:
     H, K = cfg.head_dim, cfg.num_kv_heads
     qkv = D * (N + 2 * K) * H + ((N + 2 * K) * H if cfg.qkv_bias else 0)
     o = N * H * D + (D if cfg.out_bias else 0)
-    return qkv + o
+    return qkv + o + (N if cfg.attention_sinks else 0)
 
 
 def mlp_params(cfg: ModelConfig, width: int, bias: bool | None = None) -> int:
@@ -84,23 +90,41 @@ def mlp_params(cfg: ModelConfig, width: int, bias: bool | None = None) -> int:
     return 3 * D * width + ((2 * width + D) if bias else 0)
 
 
+def qk_norm_params_per_layer(cfg: ModelConfig) -> int:
+    """Weights of one layer's query and key RMSNorms (0 without q/k norms)."""
+    if cfg.qk_norm == "per_head":
+        return 2 * cfg.head_dim
+    if cfg.qk_norm == "full_width":
+        return (cfg.num_heads + cfg.num_kv_heads) * cfg.head_dim
+    return 0
+
+
 def norm_params_per_layer(cfg: ModelConfig) -> int:
-    """The two pre-norms of a block, plus MLA's latent norms."""
-    n = 2 * _norm_params(cfg, cfg.hidden_size)
+    """The norms of a block (2, or Gemma's 4), plus MLA's latent norms and q/k norms."""
+    n = cfg.norms_per_layer * _norm_params(cfg, cfg.hidden_size)
     if cfg.is_mla:
         n += cfg.kv_lora_rank + (cfg.q_lora_rank or 0)
-    return n
+    return n + qk_norm_params_per_layer(cfg)
+
+
+def expert_params(cfg: ModelConfig) -> int:
+    """One routed expert: a gated MLP of width ``moe_intermediate_size`` (biases with expert_bias)."""
+    return mlp_params(cfg, cfg.moe_intermediate_size, bias=cfg.expert_bias)
 
 
 def moe_layer_params(cfg: ModelConfig) -> dict[str, int]:
-    """Routed experts, shared experts and router of one MoE layer."""
+    """Routed experts, shared experts and router of one MoE layer.
+
+    Shared experts carry ``mlp_bias`` like the dense MLP (DeepSeek V2's
+    ``mlp_bias``; False for every other family).
+    """
     E, Fm = cfg.n_routed_experts, cfg.moe_intermediate_size
     return {
-        "routed_experts": E * mlp_params(cfg, Fm, bias=False),
-        "shared_experts": mlp_params(cfg, cfg.n_shared_experts * Fm, bias=False)
+        "routed_experts": E * expert_params(cfg),
+        "shared_experts": mlp_params(cfg, cfg.n_shared_experts * Fm)
         if cfg.n_shared_experts
         else 0,
-        "router": E * cfg.hidden_size,
+        "router": E * cfg.hidden_size + (E if cfg.router_linear_bias else 0),
     }
 
 
@@ -122,11 +146,7 @@ def count_params(cfg: ModelConfig) -> ParamCount:
     total = sum(b.values())
     active_b = dict(b)
     if cfg.is_moe:
-        active_b["routed_experts"] = (
-            cfg.num_moe_layers
-            * cfg.experts_per_token
-            * mlp_params(cfg, cfg.moe_intermediate_size, bias=False)
-        )
+        active_b["routed_experts"] = cfg.num_moe_layers * cfg.experts_per_token * expert_params(cfg)
     return ParamCount(total=total, active=sum(active_b.values()), breakdown=b,
                       active_breakdown=active_b)
 

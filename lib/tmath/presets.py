@@ -72,7 +72,8 @@ def _build() -> dict[str, ModelConfig]:
     p["llama3.1-405b"] = _llama("llama3.1-405b", 16384, 53248, 126, 128, 8, 128256, 131072,
                                 "meta2024llama31_405b")
     p["mistral-7b"] = _llama("mistral-7b", 4096, 14336, 32, 32, 8, 32000, 32768,
-                             "mistral2023mistral7b", model_type="mistral")
+                             "mistral2023mistral7b", model_type="mistral",
+                             sliding_window=4096)
     p["qwen2-7b"] = _llama("qwen2-7b", 3584, 18944, 28, 28, 4, 152064, 32768,
                            "qwen2024qwen2_7b", model_type="qwen2")
     p["mixtral-8x7b"] = _llama("mixtral-8x7b", 4096, 14336, 32, 32, 8, 32000, 32768,
