@@ -120,3 +120,8 @@ __all__ += [
     "attention", "calculator", "crosscheck", "errata", "exercises", "gpt", "moe", "roofline",
     "symbolic", "check",
 ]
+
+# --- the book's one number formatter (tmath.plots is imported on its own: it sets rcParams)
+from tmath import fmt  # noqa: E402
+
+__all__ += ["fmt"]
