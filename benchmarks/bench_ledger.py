@@ -12,7 +12,7 @@ import timeit
 import numpy as np
 
 import tmath
-from tmath.cli import build_ledger
+from tmath.ledger import build_ledger
 from tmath.sweep import flops_vs_seq_len
 
 

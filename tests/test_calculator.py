@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 def test_summary_row_of_llama3_70b_by_hand():
     (row,) = calculator.summary_rows(["llama3-70b"], seq_len=4096, tp=8)
-    name, t, params_b, active_b, _, _, kv_kib, kv_seq_gb, decode_ms = row
+    name, t, params_b, active_b, _, _, kv_kib, kv_seq_gb, decode_ms, verdict = row
     assert (name, t) == ("llama3-70b", 4096)
     assert params_b == pytest.approx(70.553706496)  # the checkpoint's parameter count
     assert active_b == params_b
@@ -22,6 +22,43 @@ def test_summary_row_of_llama3_70b_by_hand():
     # plus the sequence's KV cache, over 3.35 TB/s of HBM.
     hand = ((70_553_706_496 - 128_256 * 8192) * 2 / 8 + 327_680 * 4096 / 8) / 3.35e12 * 1e3
     assert decode_ms == pytest.approx(hand, rel=1e-3)
+    # 70,553,706,496 x 2 / 8 bytes of weights + the sequence's KV / 8 + 5 GB of workspace
+    need = (70_553_706_496 * 2 / 8 + 327_680 * 4096 / 8 + 5e9) / 1e9
+    assert verdict == f"可行（{need:,.1f} GB）"
+
+
+def test_infeasible_rows_and_bad_tp_are_flagged():
+    rows = {r[0]: r for r in calculator.summary_rows(["deepseek-v3", "gpt2"], seq_len=4096, tp=8)}
+    assert rows["deepseek-v3"][-1].startswith("不可行")  # 167.8 GB of weights per GPU
+    assert rows["gpt2"][-1] == "TP=8 不能整除 12 个查询头" and rows["gpt2"][8] is None
+    table = calculator.summary_markdown(["deepseek-v3", "gpt2"], tp=8)
+    assert "**不可行" in table and "| — |" in table
+
+
+def test_figure_greys_out_what_does_not_fit():
+    # GPT-3 175B on 8 H100s at its 2048 positions: at batch 256 the KV cache alone is 2.5 TB.
+    fig = calculator.ledger_figure("gpt3-175b", seq_len=4096, tp=8)
+    decode = fig.axes[2]
+    labels = [line.get_label() for line in decode.get_lines()]
+    assert calculator.INFEASIBLE_LABEL in labels
+    grey = decode.get_lines()[labels.index(calculator.INFEASIBLE_LABEL)]
+    assert 256 in grey.get_xdata() and 1 not in grey.get_xdata()
+    assert max(fig.axes[1].get_lines()[0].get_xdata()) <= 2048  # nothing beyond the context
+
+
+def test_widget_reads_a_users_config(tmp_path):
+    import json
+
+    from conftest import ROOT
+
+    path = ROOT / "tests" / "hf_configs" / "llama3-8b.json"
+    cfg = calculator._read_config(str(path))
+    assert cfg.num_layers == 32
+    upload = [{"name": "mine.json", "content": memoryview(path.read_bytes())}]
+    assert calculator._read_config("", upload).name == "mine"
+    (tmp_path / "bad.json").write_text(json.dumps({"model_type": "llama"}))
+    with pytest.raises((ValueError, KeyError)):
+        calculator._read_config(str(tmp_path / "bad.json"))
 
 
 def test_short_context_models_are_evaluated_at_their_own_context():
@@ -31,7 +68,7 @@ def test_short_context_models_are_evaluated_at_their_own_context():
 
 def test_markdown_table_has_a_row_per_model():
     table = calculator.summary_markdown(["gpt2", "llama3-8b"])
-    assert table.count("\n") == 3 and "| llama3-8b |" in table
+    assert table.count("\n") == 3 and "| llama3-8b |" in table and "部署（每卡）" in table
 
 
 def test_figure_has_three_panels():

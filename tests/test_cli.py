@@ -138,3 +138,79 @@ def test_closed_pipe_is_not_a_traceback():
     os.close(write_end)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
+
+
+# --- the deployment must exist: TP, sequence length, memory ------------------------------
+
+
+def test_infeasible_deployments_are_flagged():
+    import tmath
+    from tmath.ledger import build_ledger
+
+    cases = [  # preset, tp, bf16 weights per GPU by hand
+        ("deepseek-v3", 8, 671_026_404_352 * 2 / 8),  # 167.8 GB
+        ("llama3.1-405b", 8, 405_853_388_800 * 2 / 8),  # 101.5 GB
+        ("llama3-70b", 1, 70_553_706_496 * 2),  # 141.1 GB
+    ]
+    for name, tp, weights in cases:
+        led = build_ledger(tmath.preset(name), seq_len=2048, batch=1, tp=tp)
+        feas = led["feasibility"]
+        assert feas["weight_bytes_per_gpu"] == pytest.approx(weights)
+        assert feas["hbm_bytes_per_gpu"] == 80e9
+        assert feas["needed_bytes_per_gpu"] == pytest.approx(weights + feas["kv_bytes_per_gpu"] + 5e9)
+        assert feas["feasible"] is False and feas["verdict_zh"].startswith("不可行")
+    ok = build_ledger(tmath.preset("llama3-70b"), seq_len=4096, batch=1, tp=8)["feasibility"]
+    # 17.6 GB of weights + 4096 x 320 KiB / 8 of KV + 5 GB
+    assert ok["needed_bytes_per_gpu"] == pytest.approx(70_553_706_496 * 2 / 8 + 327_680 * 4096 / 8 + 5e9)
+    assert ok["feasible"] is True and ok["verdict_zh"].startswith("可行")
+    # GPT-3 at its 2048 positions, batch 256: 2 x 96 x 96 x 128 x 2 bytes x 2048 x 256 of KV
+    gpt3 = build_ledger(tmath.preset("gpt3-175b"), seq_len=2048, batch=256, tp=8)["feasibility"]
+    assert gpt3["kv_bytes_per_gpu"] == 2 * 96 * 96 * 128 * 2 * 2048 * 256 / 8
+    assert gpt3["feasible"] is False
+    # the usable capacity is a parameter
+    big = build_ledger(tmath.preset("deepseek-v3"), seq_len=2048, batch=1, tp=8, hbm_bytes=200e9)
+    assert big["feasibility"]["feasible"] is True
+    with pytest.raises(ValueError, match="hbm_bytes"):
+        build_ledger(tmath.preset("gpt2"), seq_len=8, batch=1, hbm_bytes=0)
+
+
+def test_cli_prints_the_verdict_and_json_field():
+    r = run("ledger", "--preset", "deepseek-v3", "--tp", "8")
+    assert r.returncode == 0, r.stderr
+    assert "不可行：每卡需要" in r.stdout and "超过 H100 的 80.0 GB" in r.stdout
+    r = run("ledger", "--preset", "deepseek-v3", "--tp", "8", "--json", "--hbm-gb", "200")
+    led = json.loads(r.stdout)
+    assert led["feasibility"]["feasible"] is True and led["feasibility"]["hbm_bytes_per_gpu"] == 200e9
+    assert led["decode"]["experts_read_per_moe_layer"] == 8  # batch 1 touches k = 8 experts
+
+
+@pytest.mark.parametrize(
+    "args,numbers",
+    [
+        (["--preset", "llama3-70b", "--tp", "3"], ("tp=3", "num_heads=64")),
+        (["--preset", "gpt2", "--seq-len", "8192"], ("8,192", "1,024")),
+        (["--preset", "gpt2", "--hbm-gb", "-1"], ("--hbm-gb",)),
+    ],
+)
+def test_impossible_settings_are_refused(args, numbers):
+    r = run("ledger", *args)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert all(n in r.stderr for n in numbers), r.stderr
+
+
+def test_qwen2_config_with_tp8_is_refused():
+    from conftest import ROOT
+
+    r = run("ledger", str(ROOT / "tests" / "hf_configs" / "qwen2-7b-instruct.json"), "--tp", "8")
+    assert r.returncode == 2 and "tp=8" in r.stderr and "num_heads=28" in r.stderr
+
+
+def test_replicated_kv_heads_are_reported():
+    import tmath
+    from tmath.ledger import build_ledger, render_text
+
+    led = build_ledger(tmath.preset("llama3-70b"), seq_len=1024, batch=1, tp=16)
+    assert led["tp_layout"]["kv_replicas"] == 2 and led["tp_layout"]["kv_heads_per_gpu"] == 1
+    assert "KV 头复制" in render_text(led)
+    led8 = build_ledger(tmath.preset("llama3-70b"), seq_len=1024, batch=1, tp=8)
+    assert not led8["tp_layout"]["kv_replicated"] and "KV 头复制" not in render_text(led8)

@@ -177,3 +177,60 @@ def test_checkpoint_flops_full_is_four_thirds_of_training():
     sel = checkpoint_flops(cfg, 1024, 2, "selective")
     # Llama 3 8B: 32 layers, 32 heads of 128: 4 * b * N * T^2 * H per layer
     assert sel.extra == 32 * 4 * 2 * 32 * 1024**2 * 128
+
+
+# --- activations per architecture (tmath.activation_bytes) --------------------------------
+
+
+def test_gpt_block_is_korthikanti_plus_the_norm_statistics():
+    import tmath
+
+    # GPT-3 175B, s = 2048, micro-batch 1, bf16, 1-byte masks, no parallelism:
+    # sbh(34 + 5as/h) (Korthikanti Eq. 1) + two LayerNorms' fp32 mean and rstd, 2 x 2 x 4 sb.
+    s, b, h, a = 2048, 1, 12288, 96
+    got = tmath.activation_bytes(tmath.preset("gpt3-175b"), s, b)
+    assert got.per_layer == s * b * h * 34 + 5 * a * s * s * b + 16 * s * b
+    assert got.total == 96 * got.per_layer and got.block == "gpt" and got.checked
+    # TP = 8 without sequence parallelism: sbh(10 + 24/t) + 5as^2b/t, statistics whole on each GPU
+    tp = tmath.activation_bytes(tmath.preset("gpt3-175b"), s, b, tp=8, sequence_parallel=False)
+    assert tp.per_layer == s * b * h * (10 + 24 / 8) + 5 * a * s * s * b / 8 + 16 * s * b
+    # selective recomputation drops the s x s terms; full keeps the layer input only
+    sel = tmath.activation_bytes(tmath.preset("gpt3-175b"), s, b, recompute="selective")
+    assert sel.per_layer == 34 * s * b * h + 16 * s * b
+    full = tmath.activation_bytes(tmath.preset("gpt3-175b"), s, b, recompute="full", tp=8)
+    assert full.per_layer == 2 * s * b * h / 8 and full.sequence_parallel
+
+
+def test_llama_block_by_hand_is_about_half_of_korthikanti():
+    import tmath
+
+    # Llama 3 70B, s = 4096, micro-batch 1, TP = 8 with sequence parallelism, bf16, eager softmax:
+    # 2 bytes x [norm inputs 2h + QKV input h + Q h + K, V repeated to all heads 2h + O input h
+    # + MLP input h + gate, up, down input 3F] + softmax 2as^2 + rstd of two RMSNorms 2 x 4, all / 8.
+    s, h, f, a, L = 4096, 8192, 28672, 64, 80
+    per_layer = (2 * s * (8 * h + 3 * f) + 2 * a * s * s + 8 * s) / 8
+    got = tmath.activation_bytes(tmath.preset("llama3-70b"), s, 1, tp=8)
+    assert got.block == "llama" and got.per_layer == per_layer and got.total == L * per_layer
+    old = tmath.activation_memory(tmath.preset("llama3-70b"), s, 1, tp=8, sequence_parallel=True)
+    assert round(old / 1e9, 1) == 65.1 and 0.45 < got.total / old < 0.55
+    # FlashAttention: no s x s term; K and V at the 8 KV heads (one per GPU), a fp32 logsumexp
+    fl = tmath.activation_bytes(tmath.preset("llama3-70b"), s, 1, tp=8, attention="flash")
+    kv = 2 * 2 * s * 8 * 128
+    assert fl.per_layer == (2 * s * (6 * h + 3 * f) + kv + 4 * a * s + 8 * s) / 8
+    assert "微批次 1" in got.describe_zh() and "序列并行开" in got.describe_zh()
+
+
+def test_activation_bytes_bad_input():
+    import tmath
+
+    cfg = tmath.preset("llama3-8b")
+    with pytest.raises(ValueError, match="recompute"):
+        tmath.activation_bytes(cfg, 128, recompute="some")
+    with pytest.raises(ValueError, match="attention"):
+        tmath.activation_bytes(cfg, 128, attention="paged")
+    with pytest.raises(ValueError, match="tp=3 does not divide num_heads=32"):
+        tmath.activation_bytes(cfg, 128, tp=3)
+    with pytest.raises(ValueError, match="micro_batch"):
+        tmath.activation_bytes(cfg, 128, 0)
+    with pytest.raises(ValueError, match="dtype"):
+        tmath.activation_bytes(cfg, 128, dtype="fp12")

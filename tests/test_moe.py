@@ -105,3 +105,15 @@ def test_critical_batch_expr():
 def test_moe_subs_rejects_non_mla():
     with pytest.raises(ValueError, match="MLA"):
         moe.moe_subs(tmath.preset("mixtral-8x7b"))
+
+
+def test_expected_experts_touched_by_hand():
+    # E (1 - (1 - k/E)^B): B = 1 is k; E = 8, k = 2, B = 2: 8 (1 - 9/16) = 3.5
+    assert moe.expected_experts_touched(256, 8, 1) == 8
+    assert moe.expected_experts_touched(8, 2, 2) == 3.5
+    assert moe.expected_experts_touched(8, 8, 5) == 8
+    assert 255.9 < moe.expected_experts_touched(256, 8, 1000) <= 256
+    with pytest.raises(ValueError, match="experts_per_token"):
+        moe.expected_experts_touched(8, 9, 1)
+    with pytest.raises(ValueError, match="tokens"):
+        moe.expected_experts_touched(8, 2, 0)

@@ -153,7 +153,8 @@ def test_preset_concurrency_llama3_70b_8xh100(ctx, expected):
 def test_decode_bound_reads_the_whole_mla_latent_on_every_gpu():
     # DeepSeek V3: 671,026,404,352 bf16 parameters split over 8 GPUs; the MLA latent cache
     # (61 layers x (512 + 64) x 2 bytes per token) is not split by heads, so each GPU reads all of it.
-    d = tmath.decode_bound(tmath.preset("deepseek-v3"), "H100", tp=8, context_len=4096)
+    d = tmath.decode_bound(tmath.preset("deepseek-v3"), "H100", tp=8, context_len=4096,
+                           moe_weights="total")
     kv = 61 * 576 * 2 * 4096
     weights = (671_026_404_352 - 129280 * 7168) * 2  # all but the input embedding table
     assert d.bytes_per_gpu == pytest.approx(weights / 8 + kv)
@@ -161,11 +162,54 @@ def test_decode_bound_reads_the_whole_mla_latent_on_every_gpu():
 
 
 def test_decode_bound_replicates_kv_heads_when_tp_exceeds_them():
-    # Qwen2-7B has K = 4 KV heads: with tp = 8 each GPU holds one whole head, a quarter of the cache.
-    d = tmath.decode_bound(tmath.preset("qwen2-7b"), "H100", tp=8, context_len=1000)
-    per_token = 2 * 28 * 4 * 128 * 2
-    assert d.kv_bytes == per_token * 1000
-    assert d.bytes_per_gpu == pytest.approx((7_615_616_512 - 152064 * 3584) * 2 / 8 + per_token * 1000 / 4)
+    # Llama 3 70B has K = 8 KV heads: with tp = 16 each GPU holds one whole head (an eighth of
+    # the cache), and each head sits on 2 GPUs.
+    d = tmath.decode_bound(tmath.preset("llama3-70b"), "H100", tp=16, context_len=1000)
+    assert d.kv_bytes == LLAMA3_70B_KV_BF16 * 1000
+    assert d.kv_replicas == 2
+    read = (LLAMA3_70B_PARAMS - 128256 * 8192) * 2
+    assert d.bytes_per_gpu == pytest.approx(read / 16 + LLAMA3_70B_KV_BF16 * 1000 / 8)
+
+
+def test_tp_must_divide_the_query_heads():
+    # Qwen2-7B: 28 query heads, 4 KV heads.
+    qwen = tmath.preset("qwen2-7b")
+    with pytest.raises(ValueError, match=r"tp=8 does not divide num_heads=28"):
+        tmath.decode_bound(qwen, "H100", tp=8)
+    with pytest.raises(ValueError, match=r"tp=3 does not divide num_heads=64"):
+        tmath.concurrency(tmath.preset("llama3-70b"), "H100", tp=3)
+    # 28 heads split over 7 GPUs, but 4 KV heads cannot be replicated evenly over 7
+    with pytest.raises(ValueError, match=r"tp=7 is not a multiple of num_kv_heads=4"):
+        tmath.tp_layout(qwen, 7)
+    lay = tmath.tp_layout(qwen, 4)
+    assert (lay.heads_per_gpu, lay.kv_heads_per_gpu, lay.kv_replicas) == (7, 1, 1)
+    assert not lay.kv_replicated
+    with pytest.raises(TypeError, match="tp"):
+        tmath.tp_layout(qwen, 2.0)
+
+
+def test_moe_decode_reads_the_experts_a_batch_touches():
+    # DeepSeek V3: 58 MoE layers of 256 routed experts, each 3 x 7168 x 2048; 8 per token.
+    cfg = tmath.preset("deepseek-v3")
+    routed = 58 * 256 * 3 * 7168 * 2048
+    rest = 671_026_404_352 - routed - 129280 * 7168  # shared experts, attention, ... (no input table)
+    d1 = tmath.decode_bound(cfg, "H100", tp=8, batch=1)
+    assert d1.experts_read == 8
+    assert d1.weight_bytes == pytest.approx(2 * (rest + routed * 8 / 256))
+    assert d1.weight_bytes == tmath.decode_bound(cfg, "H100", tp=8, moe_weights="active").weight_bytes
+    # batch 32: 256 (1 - (1 - 8/256)^32) experts, by hand with exact fractions
+    from fractions import Fraction
+
+    e32 = float(256 * (1 - Fraction(31, 32) ** 32))
+    d32 = tmath.decode_bound(cfg, "H100", tp=8, batch=32)
+    assert d32.experts_read == pytest.approx(e32) and 160 < e32 < 170
+    assert d32.weight_bytes == pytest.approx(2 * (rest + routed * e32 / 256))
+    worst = tmath.decode_bound(cfg, "H100", tp=8, batch=32, moe_weights="total")
+    assert worst.experts_read == 256 and worst.weight_bytes == pytest.approx(2 * (rest + routed))
+    # a dense model has no experts to count
+    assert tmath.decode_bound(tmath.preset("llama3-8b")).experts_read is None
+    with pytest.raises(ValueError, match="moe_weights"):
+        tmath.decode_bound(cfg, moe_weights="all")
 
 
 def test_decode_bound_reads_a_tied_embedding_whole_but_not_the_position_table():

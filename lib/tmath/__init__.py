@@ -121,6 +121,18 @@ __all__ += [
     "symbolic", "check",
 ]
 
+# --- one deployment's ledger; activations per architecture ----------------------
+from tmath import actmeasure, ledger  # noqa: E402
+from tmath.ledger import build_ledger  # noqa: E402
+from tmath.memory import ActivationBytes, activation_bytes  # noqa: E402
+from tmath.moe import expected_experts_touched  # noqa: E402
+from tmath.serving import WORKSPACE_BYTES_PER_GPU, TPLayout, tp_layout  # noqa: E402
+
+__all__ += [
+    "actmeasure", "ledger", "build_ledger", "ActivationBytes", "activation_bytes",
+    "expected_experts_touched", "WORKSPACE_BYTES_PER_GPU", "TPLayout", "tp_layout",
+]
+
 # --- the book's one number formatter (tmath.plots is imported on its own: it sets rcParams)
 from tmath import fmt  # noqa: E402
 

@@ -1,7 +1,8 @@
 """The book's live calculator: the whole ledger of a model, as text, a table and figures.
 
-In Jupyter, :func:`widget` gives controls (preset, sequence length, batch, dtype,
-tensor-parallel degree, GPU) that redraw the ledger and its figures.  On the
+In Jupyter, :func:`widget` gives controls (preset or a reader's own config.json, by
+path or upload; sequence length, batch, dtype, tensor-parallel degree, GPU) that
+redraw the ledger and its figures.  On the
 static website the same functions produce precomputed tables and figures, so the
 page is complete without a kernel.
 """
@@ -26,23 +27,24 @@ def _cfg(model: Any):
 
 
 def ledger(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16", tp: int = 1,
-           gpu: str = "H100") -> dict[str, Any]:
+           gpu: str = "H100", hbm_bytes: float | None = None) -> dict[str, Any]:
     """The ledger of ``model`` (a preset name or a ModelConfig) as a dict; see ``python -m tmath ledger``."""
-    from tmath.cli import build_ledger
+    from tmath.ledger import build_ledger
 
-    return build_ledger(_cfg(model), seq_len=seq_len, batch=batch, dtype=dtype, tp=tp, gpu=gpu)
+    return build_ledger(_cfg(model), seq_len=seq_len, batch=batch, dtype=dtype, tp=tp, gpu=gpu,
+                        hbm_bytes=hbm_bytes)
 
 
 def ledger_text(model: Any, **settings: Any) -> str:
     """The ledger as the aligned text table the command line prints."""
-    from tmath.cli import _render
+    from tmath.ledger import render_text
 
-    return _render(ledger(model, **settings))
+    return render_text(ledger(model, **settings))
 
 
 SUMMARY_COLUMNS = (
-    "model", "T", "params (B)", "active (B)", "train FLOPs/token (G)", "6P error",
-    "KV/token (KiB)", "KV/seq (GB)", "decode step (ms)",
+    "模型", "T", "参数（十亿）", "激活参数（十亿）", "每 token 训练 FLOPs（G）", "6P 误差",
+    "每 token KV（KiB）", "每序列 KV（GB）", "解码一步（ms）", "部署（每卡）",
 )
 
 
@@ -51,13 +53,30 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
     """One row per model at the same settings (the columns are :data:`SUMMARY_COLUMNS`).
 
     A model whose context is shorter than ``seq_len`` is evaluated at its own context length.
+    The last column is the feasibility verdict: ``"可行（x GB）"``, ``"不可行（x GB > 80 GB）"``, or,
+    when ``tp`` cannot split the model's heads, why (the numeric columns are then ``None``).
     """
+    from tmath import count_params, kv_cache_bytes_per_token
+    from tmath.serving import kv_sequence_bytes, tp_layout
+
     rows = []
     for m in models:
         cfg = _cfg(m)
         t = min(seq_len, cfg.max_position)
+        try:
+            tp_layout(cfg, tp)
+        except ValueError:
+            p = count_params(cfg)
+            kv_tok = kv_cache_bytes_per_token(cfg, dtype=dtype)
+            rows.append((cfg.name, t, p.total / 1e9, p.active / 1e9, None, None, kv_tok / 1024,
+                         kv_sequence_bytes(cfg, t, dtype) / 1e9, None,
+                         f"TP={tp} 不能整除 {cfg.num_heads} 个查询头"))
+            continue
         led = ledger(cfg, seq_len=t, batch=batch, dtype=dtype, tp=tp, gpu=gpu)
-        f, p, kv = led["training_flops"], led["params"], led["kv_cache"]
+        f, p, kv, feas = led["training_flops"], led["params"], led["kv_cache"], led["feasibility"]
+        need, cap = feas["needed_bytes_per_gpu"] / 1e9, feas["hbm_bytes_per_gpu"] / 1e9
+        verdict = (f"可行（{need:,.1f} GB）" if feas["feasible"]
+                   else f"不可行（{need:,.1f} GB > {cap:,.0f} GB）")
         rows.append((
             led["model"]["name"],
             t,
@@ -68,66 +87,121 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
             kv["bytes_per_token"] / 1024,
             kv["bytes_per_sequence"] / 1e9,
             led["decode"]["step_seconds"] * 1e3,
+            verdict,
         ))
     return rows
 
 
 def summary_markdown(models, **settings: Any) -> str:
-    """:func:`summary_rows` as a Markdown table."""
-    fmt = ("{}", "{:,}", "{:,.2f}", "{:,.2f}", "{:,.1f}", "{:+.1%}", "{:,.0f}", "{:,.2f}", "{:.2f}")
+    """:func:`summary_rows` as a Markdown table (an infeasible row's verdict in bold)."""
+    fmt = ("{}", "{:,}", "{:,.2f}", "{:,.2f}", "{:,.1f}", "{:+.1%}", "{:,.0f}", "{:,.2f}", "{:.2f}", "{}")
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
     for row in summary_rows(models, **settings):
-        lines.append("| " + " | ".join(f.format(v) for f, v in zip(fmt, row, strict=True)) + " |")
+        cells = ["—" if v is None else f.format(v) for f, v in zip(fmt, row, strict=True)]
+        if not row[-1].startswith("可行"):
+            cells[-1] = f"**{cells[-1]}**"
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+#: Legend text of points that do not fit in memory.
+INFEASIBLE_LABEL = "超出显存（无法部署）"
+
+
 def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16", tp: int = 8,
-                  gpu: str = "H100"):
+                  gpu: str = "H100", hbm_bytes: float | None = None):
     """Three panels for one model: training FLOPs per token against T (exact and 6P), the KV cache of
-    one sequence against T (with the HBM left for it), and the decode-step bound against batch size."""
+    one sequence against T (with the memory left for it), and the decode-step bound against batch size.
+
+    Nothing beyond the model's context (``max_position``) is drawn, and ``seq_len`` is capped
+    there.  A deployment that does not fit (weights/tp + KV cache + workspace > memory per GPU,
+    as in :func:`tmath.ledger.build_ledger`) is drawn hollow and grey, labelled 超出显存.
+    """
     import matplotlib.pyplot as plt
 
-    from tmath import count_params, kv_cache_bytes_per_token
+    import tmath.plots  # noqa: F401  (the Chinese font, 150 dpi)
+    from tmath import count_params
     from tmath.hardware import hardware
-    from tmath.serving import decode_bound
+    from tmath.serving import (
+        WORKSPACE_BYTES_PER_GPU,
+        decode_bound,
+        dtype_bytes,
+        kv_sequence_bytes,
+        tp_layout,
+    )
     from tmath.sweep import flops_vs_seq_len
 
     cfg, hw = _cfg(model), hardware(gpu)
+    tp_layout(cfg, tp)
+    cap = hw.hbm_bytes if hbm_bytes is None else float(hbm_bytes)
+    seq_len = min(seq_len, cfg.max_position)
     ts = np.unique(np.logspace(7, 20, 60, base=2).astype(np.int64))
+    ts = ts[ts <= cfg.max_position]
     flops = flops_vs_seq_len(cfg, ts, batch=1) / ts
     p = count_params(cfg)
     six_n = 6 * (p.active if cfg.is_moe else p.total)
-    kv_seq = kv_cache_bytes_per_token(cfg, dtype=dtype) * ts
+    kv_seq = np.array([kv_sequence_bytes(cfg, int(t), dtype) for t in ts], dtype=float)
+    weights_gpu = p.total * dtype_bytes(dtype) / tp
     batches = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
-    steps = [decode_bound(cfg, hw, tp=tp, batch=int(b), context_len=seq_len, weight_dtype=dtype,
-                          kv_dtype=dtype).seconds * 1e3 for b in batches]
+    bounds = [decode_bound(cfg, hw, tp=tp, batch=int(b), context_len=seq_len, weight_dtype=dtype,
+                           kv_dtype=dtype) for b in batches]
+    steps = np.array([d.seconds * 1e3 for d in bounds])
+    fits = np.array([weights_gpu + d.kv_bytes_per_gpu + WORKSPACE_BYTES_PER_GPU <= cap for d in bounds])
+    kv_room = max(cap - weights_gpu - WORKSPACE_BYTES_PER_GPU, 0.0)  # per GPU
+    kv_frac = bounds[0].kv_bytes_per_gpu / bounds[0].kv_bytes if bounds[0].kv_bytes else 1 / tp
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     ax = axes[0]
-    ax.loglog(ts, flops, label="exact")
+    ax.loglog(ts, flops, label="精确值")
     ax.axhline(six_n, color="C1", ls="--", label="6P")
     ax.axvline(seq_len, color="gray", lw=0.8)
-    ax.set(xlabel="sequence length T", ylabel="training FLOPs per token", title=cfg.name)
+    ax.set(xlabel="序列长度 T", ylabel="每 token 训练 FLOPs", title=cfg.name)
     ax.legend()
     ax = axes[1]
-    ax.loglog(ts, kv_seq / 1e9, label=f"KV cache ({dtype})")
-    ax.axhline(hw.hbm_bytes * tp / 1e9, color="C3", ls="--", label=f"HBM of {tp} x {hw.name}")
+    room = kv_room / kv_frac  # one sequence's whole cache that fits beside the weights
+    ok = kv_seq <= room
+    ax.loglog(ts[ok], kv_seq[ok] / 1e9, color="C0", label=f"一条序列的 KV cache（{dtype}）")
+    if (~ok).any():
+        ax.loglog(ts[~ok], kv_seq[~ok] / 1e9, ls=":", color="0.6", label=INFEASIBLE_LABEL)
+    if room > 0:
+        ax.axhline(room / 1e9, color="C3", ls="--", label=f"{tp} 张 {hw.name} 放下权重后余量")
     ax.axvline(seq_len, color="gray", lw=0.8)
-    ax.set(xlabel="sequence length T", ylabel="GB per sequence", title="KV cache of one sequence")
-    ax.legend()
+    ax.set(xlabel="序列长度 T", ylabel="每序列 GB", title="一条序列的 KV cache")
+    ax.legend(fontsize=8)
     ax = axes[2]
-    ax.semilogx(batches, steps, "o-", base=2)
-    ax.set(xlabel="batch (sequences)", ylabel="ms per decode step",
-           title=f"decode bound, T={seq_len}, tp={tp}")
+    if fits.any():
+        ax.semilogx(batches[fits], steps[fits], "o-", base=2, color="C0", label="可部署")
+    if (~fits).any():
+        ax.semilogx(batches[~fits], steps[~fits], "o--", base=2, color="0.6", mfc="none",
+                    label=INFEASIBLE_LABEL)
+    ax.set(xlabel="批大小（序列数）", ylabel="每步解码 ms",
+           title=f"解码下界，T={seq_len}，TP={tp}")
     ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
     for a in axes:
         a.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig
 
 
+def _read_config(path: str = "", upload: Any = None):
+    """A ModelConfig from an uploaded file (ipywidgets FileUpload value) or a path to a config.json."""
+    import json
+
+    from tmath import ModelConfig
+
+    if upload:
+        item = upload[0] if isinstance(upload, (list, tuple)) else next(iter(upload.values()))
+        content = item["content"]
+        data = json.loads(bytes(content).decode("utf-8"))
+        return ModelConfig.from_hf(data, name=str(item.get("name", "uploaded")).removesuffix(".json"))
+    with open(path, encoding="utf-8") as fh:
+        return ModelConfig.from_hf(json.load(fh))
+
+
 def widget():
-    """Interactive controls (Jupyter only): pick a preset and settings, see the ledger and its figures."""
+    """Interactive controls (Jupyter only): pick a preset or give your own config.json, see the
+    ledger and its figures."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display
@@ -136,13 +210,15 @@ def widget():
     from tmath.hardware import hardware_names
 
     controls = dict(
-        model=w.Dropdown(options=presets(), value="llama3-70b", description="model"),
+        model=w.Dropdown(options=presets(), value="llama3-70b", description="预设模型"),
         seq_len=w.Dropdown(options=[2**k for k in range(9, 18)], value=4096, description="T"),
-        batch=w.Dropdown(options=[2**k for k in range(0, 9)], value=1, description="batch"),
-        dtype=w.Dropdown(options=list(DTYPES), value="bf16", description="dtype"),
+        batch=w.Dropdown(options=[2**k for k in range(0, 9)], value=1, description="批大小"),
+        dtype=w.Dropdown(options=list(DTYPES), value="bf16", description="数据类型"),
         tp=w.Dropdown(options=[1, 2, 4, 8, 16], value=8, description="TP"),
         gpu=w.Dropdown(options=hardware_names(), value="H100", description="GPU"),
     )
+    path = w.Text(value="", placeholder="例如 path/to/config.json", description="配置路径")
+    upload = w.FileUpload(accept=".json", multiple=False, description="上传 config.json")
     out = w.Output()
 
     def redraw(_=None):
@@ -150,11 +226,17 @@ def widget():
         model = settings.pop("model")
         with out:
             out.clear_output(wait=True)
-            print(ledger_text(model, **settings))
-            ledger_figure(model, **settings)
-            plt.show()
+            try:
+                if upload.value or path.value.strip():
+                    model = _read_config(path.value.strip(), upload.value)
+                print(ledger_text(model, **settings))
+                ledger_figure(model, **settings)
+                plt.show()
+            except (OSError, ValueError, TypeError, KeyError) as e:
+                print(f"无法计算：{e}")
 
-    for c in controls.values():
+    for c in (*controls.values(), path, upload):
         c.observe(redraw, names="value")
     redraw()
-    display(w.VBox([w.HBox(list(controls.values())[:3]), w.HBox(list(controls.values())[3:]), out]))
+    display(w.VBox([w.HBox(list(controls.values())[:3]), w.HBox(list(controls.values())[3:]),
+                    w.HBox([path, upload]), out]))

@@ -13,7 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-__all__ = ["main", "build_ledger"]
+from tmath.ledger import build_ledger, render_text
+
+__all__ = ["main", "build_ledger"]  # build_ledger lives in tmath.ledger; re-exported
 
 
 class _UsageError(Exception):
@@ -25,175 +27,6 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
-def _fmt_int(n: float) -> str:
-    return f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.3f} {unit}"
-    return f"{n:,.0f} B"
-
-
-def _fmt_sci(x: float) -> str:
-    return f"{x:.4e}"
-
-
-def build_ledger(
-    cfg: Any,
-    *,
-    seq_len: int,
-    batch: int,
-    dtype: str = "bf16",
-    tp: int = 1,
-    gpu: str = "H100",
-    recipe: str = "mixed-adam",
-) -> dict[str, Any]:
-    """The whole ledger of ``cfg`` as a JSON-serialisable dict (plain numbers, bytes, seconds)."""
-    import tmath
-    from tmath.hardware import hardware
-    from tmath.memory import activation_memory, training_bytes_per_param
-    from tmath.serving import decode_bound, dtype_bytes
-
-    for name, v in (("--seq-len", seq_len), ("--batch", batch), ("--tp", tp)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    dtype_bytes(dtype)  # validates
-    hw = hardware(gpu)
-    p = tmath.count_params(cfg)
-    f = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=False)
-    fc = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True)
-    tokens = seq_len * batch
-    n6 = p.active if cfg.is_moe else p.total
-    six_nt = 6 * n6 * tokens
-    kv_tok = tmath.kv_cache_bytes_per_token(cfg, dtype=dtype)
-    rb = training_bytes_per_param(recipe)
-    dec = decode_bound(cfg, hw, tp=tp, batch=batch, context_len=seq_len, weight_dtype=dtype, kv_dtype=dtype)
-    acts = {
-        r: activation_memory(cfg, seq_len, batch, recompute=r, tp=tp, sequence_parallel=tp > 1)
-        for r in ("none", "selective", "full")
-    }
-    step_s = f.total / (hw.dense_flops * tp)
-    return {
-        "model": {
-            "name": cfg.name,
-            "model_type": cfg.model_type,
-            "hidden_size": cfg.hidden_size,
-            "intermediate_size": cfg.intermediate_size,
-            "num_layers": cfg.num_layers,
-            "num_heads": cfg.num_heads,
-            "num_kv_heads": cfg.num_kv_heads,
-            "head_dim": cfg.head_dim,
-            "vocab_size": cfg.vocab_size,
-            "mlp": cfg.mlp,
-            "moe": bool(cfg.is_moe),
-            "mla": bool(cfg.is_mla),
-        },
-        "settings": {
-            "seq_len": seq_len,
-            "batch": batch,
-            "dtype": dtype,
-            "tp": tp,
-            "gpu": hw.name,
-            "recipe": recipe,
-        },
-        "params": {"total": p.total, "active": p.active, "breakdown": dict(p.breakdown)},
-        "training_flops": {
-            "tokens": tokens,
-            "total": f.total,
-            "total_causal": fc.total,
-            "breakdown": dict(f.breakdown),
-            "six_n_t": six_nt,
-            "six_n_t_uses": "active" if cfg.is_moe else "total",
-            "six_n_t_rel_error": (six_nt - f.total) / f.total,
-        },
-        "kv_cache": {
-            "bytes_per_token": kv_tok,
-            "bytes_per_sequence": kv_tok * seq_len,
-            "bytes_batch": kv_tok * seq_len * batch,
-        },
-        "training_memory": {
-            "bytes_per_param": rb.total,
-            "bytes_per_param_breakdown": rb.breakdown,
-            "states_bytes": p.total * rb.total,
-            "activation_bytes_per_gpu": acts,
-            "activation_convention": "Korthikanti et al. 2022 (GPT layout), per GPU, "
-            + ("tensor+sequence parallel" if tp > 1 else "no parallelism"),
-        },
-        "decode": {
-            "gpu": hw.name,
-            "tp": tp,
-            "bandwidth_bytes_per_s": hw.hbm_bandwidth,
-            "weight_bytes": dec.weight_bytes,
-            "kv_bytes": dec.kv_bytes,
-            "bytes_per_gpu": dec.bytes_per_gpu,
-            "step_seconds": dec.seconds,
-            "tokens_per_s_per_seq": dec.tokens_per_s_per_seq,
-            "tokens_per_s": dec.tokens_per_s,
-        },
-        "step_time_at_peak_s": step_s,
-        "step_energy_at_peak_j": f.total / hw.flops_per_watt if hw.tdp_watts else None,
-    }
-
-
-def _table(rows: list[tuple[str, str]]) -> str:
-    w = max(len(k) for k, _ in rows)
-    vw = max(len(v) for _, v in rows)
-    out = []
-    for k, v in rows:
-        if v == "" and not k.startswith(" "):
-            out.append(f"\n{k}")
-        else:
-            out.append(f"  {k:<{w}}  {v:>{vw}}")
-    return "\n".join(out).lstrip("\n")
-
-
-def _render(led: dict[str, Any]) -> str:
-    m, s, p, f = led["model"], led["settings"], led["params"], led["training_flops"]
-    kv, tm, d = led["kv_cache"], led["training_memory"], led["decode"]
-    rows: list[tuple[str, str]] = [
-        (f"Model {m['name']} ({m['model_type']})", ""),
-        ("D / F / L", f"{m['hidden_size']} / {m['intermediate_size']} / {m['num_layers']}"),
-        ("N / K / H / V", f"{m['num_heads']} / {m['num_kv_heads']} / {m['head_dim']} / {m['vocab_size']}"),
-        ("settings", f"T={s['seq_len']} B={s['batch']} {s['dtype']} tp={s['tp']} {s['gpu']}"),
-        ("Parameters", ""),
-        ("total", _fmt_int(p["total"])),
-        ("active per token", _fmt_int(p["active"])),
-    ]
-    rows += [(f"  {k}", _fmt_int(v)) for k, v in p["breakdown"].items()]
-    rows += [
-        ("Training FLOPs per step (fwd+bwd)", ""),
-        ("total (full attention)", _fmt_sci(f["total"])),
-        ("total (causal)", _fmt_sci(f["total_causal"])),
-    ]
-    rows += [(f"  {k}", _fmt_sci(v)) for k, v in f["breakdown"].items()]
-    rows += [
-        (f"6·P·tokens (P = {f['six_n_t_uses']})", _fmt_sci(f["six_n_t"])),
-        ("6PT relative error", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
-        ("KV cache", ""),
-        ("per token", _fmt_bytes(kv["bytes_per_token"])),
-        (f"per sequence (T={s['seq_len']})", _fmt_bytes(kv["bytes_per_sequence"])),
-        ("Training memory", ""),
-        (f"states ({s['recipe']}, {tm['bytes_per_param']} B/param)", _fmt_bytes(tm["states_bytes"])),
-    ]
-    rows += [
-        (f"activations, recompute={k}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
-    ]
-    rows += [
-        ("Decode step lower bound", ""),
-        ("bytes read per GPU", _fmt_bytes(d["bytes_per_gpu"])),
-        ("step time", f"{1e3 * d['step_seconds']:.3f} ms"),
-        ("tokens/s per sequence", f"{d['tokens_per_s_per_seq']:,.1f}"),
-        ("tokens/s (batch)", f"{d['tokens_per_s']:,.1f}"),
-        ("Training step at 100% of peak", ""),
-        (f"time on {s['tp']}x{s['gpu']}", f"{led['step_time_at_peak_s']:.4g} s"),
-    ]
-    if led["step_energy_at_peak_j"] is not None:
-        rows.append(("energy (TDP, PUE 1)", f"{led['step_energy_at_peak_j']:.4g} J"))
-    return _table(rows)
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     """Validate the numeric/named flags before any config is loaded."""
     from tmath.hardware import hardware
@@ -203,6 +36,10 @@ def _check_flags(args: argparse.Namespace) -> None:
     for flag, v in (("--seq-len", args.seq_len), ("--batch", args.batch), ("--tp", args.tp)):
         if v < 1:
             raise _UsageError(f"{flag} must be a positive integer, got {v}")
+    if args.hbm_gb is not None and not args.hbm_gb > 0:
+        raise _UsageError(f"--hbm-gb must be a positive number of GB, got {args.hbm_gb}")
+    if args.workspace_gb is not None and not args.workspace_gb >= 0:
+        raise _UsageError(f"--workspace-gb must be a non-negative number of GB, got {args.workspace_gb}")
     for flag, check, v in (
         ("--dtype", dtype_bytes, args.dtype),
         ("--gpu", hardware, args.gpu),
@@ -245,6 +82,11 @@ def _parser() -> _Parser:
     led.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
     led.add_argument("--gpu", default="H100", help="hardware name (see `tmath hardware`)")
     led.add_argument("--recipe", default="mixed-adam", help="training recipe (default mixed-adam)")
+    led.add_argument("--hbm-gb", type=float, default=None,
+                     help="usable memory per GPU in GB (1e9 bytes); default: the datasheet "
+                     "capacity (H100: 80)")
+    led.add_argument("--workspace-gb", type=float, default=None,
+                     help="memory reserved per GPU beyond weights and KV cache, GB (default 5)")
     led.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("presets", help="list preset names")
     sub.add_parser("hardware", help="list the hardware table")
@@ -279,8 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             tp=args.tp,
             gpu=args.gpu,
             recipe=args.recipe,
+            hbm_bytes=None if args.hbm_gb is None else args.hbm_gb * 1e9,
+            workspace_bytes=None if args.workspace_gb is None else args.workspace_gb * 1e9,
         )
-        _emit(json.dumps(led, indent=2) if args.json else _render(led))
+        _emit(json.dumps(led, indent=2) if args.json else render_text(led))
         return 0
     except (_UsageError, ValueError, TypeError) as e:
         msg = " ".join(str(e).split())

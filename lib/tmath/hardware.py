@@ -9,7 +9,18 @@ Conventions (read before using a number):
   989 dense TFLOP/s).
 * ``fp8_flops`` is the dense fp8 peak, ``None`` where the chip has no fp8.
 * ``hbm_bytes`` is the datasheet capacity in decimal bytes (``80 GB`` ->
-  ``80e9``), the way the datasheets and the source documents write it.
+  ``80e9``), the way the datasheets and the source documents write it.  This is
+  the book's capacity convention, and feasibility checks compare against it
+  (:func:`tmath.ledger.build_ledger` takes any other figure as ``hbm_bytes``).
+  What the runtime reports differs: an H100 SXM "80 GB" shows
+  ``81559MiB`` in ``nvidia-smi`` (85.52e9 bytes, 79.6 GiB), an A100 80GB
+  ``81920MiB`` (85.90e9 bytes); ``torch.cuda.mem_get_info`` reports a total of
+  the same order, and after the CUDA context and the framework's own reserve a
+  process can allocate somewhat less.  ``runtime_total_bytes`` records the
+  ``nvidia-smi`` totals where we have a report (modal-labs/modal-client pull
+  request 2797 lists them); the decimal datasheet figure is the conservative
+  one on these chips, and the workspace reserved per GPU
+  (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`) covers the context.
 * ``hbm_bandwidth`` is bytes/s, decimal (``3.35 TB/s`` -> ``3.35e12``).
 * ``tdp_watts`` is the board's maximum thermal design power (``None`` if the
   vendor does not publish it).  Energy estimates that divide FLOPs by
@@ -41,6 +52,7 @@ class Hardware:
     year: int  # first availability
     precision: str  # which 16-bit format dense_flops refers to
     source: str  # key in tmath.sources
+    runtime_total_bytes: float | None = None  # nvidia-smi's "total" in bytes (MiB x 2**20), if known
 
     @property
     def flops_per_watt(self) -> float:
@@ -57,8 +69,10 @@ class Hardware:
 
 _TABLE = [
     Hardware("V100", 125e12, None, 32e9, 900e9, 300.0, 300e9, 2017, "fp16", "nvidia-v100-datasheet"),
-    Hardware("A100", 312e12, None, 80e9, 2039e9, 400.0, 600e9, 2020, "bf16", "nvidia-a100-datasheet"),
-    Hardware("H100", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 900e9, 2022, "bf16", "nvidia-h100-datasheet"),
+    Hardware("A100", 312e12, None, 80e9, 2039e9, 400.0, 600e9, 2020, "bf16", "nvidia-a100-datasheet",
+             81920 * 2**20),
+    Hardware("H100", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 900e9, 2022, "bf16", "nvidia-h100-datasheet",
+             81559 * 2**20),
     Hardware("H800", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
     Hardware("H200", 989e12, 1979e12, 141e9, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
     Hardware("TPUv5e", 197e12, None, 16e9, 819e9, None, 200e9, 2023, "bf16", "google-tpu-v5e"),

@@ -12,6 +12,11 @@ Three pieces:
   for no / selective / full recomputation, with tensor and sequence
   parallelism.  Beside it :func:`activation_bytes_seed_heuristic`, the source
   document's "about 20 tensors per layer" estimate.
+* :func:`activation_bytes` -- the same count per architecture, term by term
+  (:func:`tmath.symbolic.activation_terms`): the GPT block and the Llama block
+  (RMSNorm, GQA, no dropout, gated SiLU MLP), per GPU and per micro-batch, with
+  TP / sequence parallelism, recomputation, and eager or FlashAttention;
+  checked byte for byte against transformers by :mod:`tmath.actmeasure`.
 * :func:`recompute_flops` -- the FLOP cost of each recomputation strategy.
 """
 
@@ -31,6 +36,8 @@ __all__ = [
     "training_memory_bytes",
     "activation_bytes_per_layer",
     "activation_memory",
+    "ActivationBytes",
+    "activation_bytes",
     "activation_bytes_seed_heuristic",
     "RecomputeFlops",
     "recompute_flops",
@@ -204,6 +211,125 @@ def activation_memory(
         sequence_parallel=sequence_parallel,
     )
     return per_layer * cfg.num_layers
+
+
+@dataclass(frozen=True)
+class ActivationBytes:
+    """Activation bytes kept for backward, per GPU, for one micro-batch (see :func:`activation_bytes`)."""
+
+    model: str
+    block: str  # "gpt" or "llama" (tmath.symbolic.ACT_BLOCKS)
+    seq_len: int
+    micro_batch: int
+    tp: int
+    sequence_parallel: bool
+    recompute: str
+    attention: str
+    kernels: str
+    act_bytes: float
+    mask_bytes: float
+    layers: int
+    terms: dict[str, float]  # bytes per GPU of each kept tensor of one layer (a MoE layer if any)
+    total: float  # bytes per GPU, all layers
+    checked: bool  # the block is the one tmath.actmeasure measures against transformers
+    note: str
+
+    @property
+    def per_layer(self) -> float:
+        """Bytes per GPU of one layer (the sum of :attr:`terms`)."""
+        return float(sum(self.terms.values()))
+
+    def describe_zh(self) -> str:
+        """The assumptions in one Chinese phrase, for tables and the ledger."""
+        rec = {"none": "不重计算", "selective": "选择性重计算", "full": "整层重计算"}[self.recompute]
+        att = "softmax 显式保存" if self.attention == "eager" else "FlashAttention"
+        sp_ = "序列并行开" if self.sequence_parallel else "序列并行关"
+        return f"每卡、微批次 {self.micro_batch}、TP={self.tp}、{sp_}、{rec}、{att}"
+
+
+def activation_bytes(
+    cfg: Any,
+    seq_len: int,
+    micro_batch: int = 1,
+    *,
+    recompute: str = "none",
+    tp: int = 1,
+    sequence_parallel: bool | None = None,
+    attention: str = "eager",
+    kernels: str = "fused",
+    dtype: str = "bf16",
+    mask_bytes: float = 1,
+    dropout: bool | None = None,
+) -> ActivationBytes:
+    """Activation bytes one GPU keeps for backward, per architecture, term by term.
+
+    Evaluates :func:`tmath.symbolic.activation_layer_terms` for ``cfg``'s block:
+    ``model_type="gpt2"`` (GPT-2/GPT-3) is the GPT block (LayerNorm, GELU MLP, dropout);
+    every other family is the Llama block (RMSNorm, GQA, rotary, no dropout, gated MLP).
+    ``micro_batch`` is the number of sequences one GPU processes in one forward pass
+    (not the global batch); ``tp`` the tensor-parallel degree (checked by
+    :func:`tmath.serving.tp_layout`); ``sequence_parallel`` defaults to ``tp > 1``.
+    ``attention="eager"`` keeps the s x s softmax; ``"flash"`` keeps Q, K, V, the output
+    and a float32 logsumexp.  ``dtype`` sets the activation bytes (bf16 2, fp32 4);
+    ``mask_bytes`` the dropout-mask bytes (1 on CUDA; the CPU keeps an activation-dtype
+    mask).  ``dropout`` (default: only the GPT block has dropout) drops the three
+    dropout terms when False.
+
+    Caveats, named: the rotary cos/sin tables (one pair for the whole model), the
+    embedding dropout and the final norm and LM head are not per-layer terms and are left
+    out.  For MoE layers the MLP width f is (k + shared) x moe_intermediate_size (each
+    token's k routed experts and the shared ones); the router logits and the gathered
+    copies of each expert's input tokens are not modelled.  MLA uses its query/key head
+    dim (nope + rope) and value head dim for every head; its latent down-projections are
+    not modelled.  Those cases have ``checked=False``.
+    """
+    from tmath.serving import dtype_bytes, tp_layout
+    from tmath.symbolic import activation_layer_terms
+
+    s = int_arg("seq_len", seq_len)
+    b = int_arg("micro_batch", micro_batch)
+    t = int_arg("tp", tp)
+    layout = tp_layout(cfg, t)
+    if sequence_parallel is None:
+        sequence_parallel = t > 1
+    if not isinstance(sequence_parallel, bool):
+        raise TypeError(f"sequence_parallel must be a bool or None, got {sequence_parallel!r}")
+    if isinstance(mask_bytes, bool) or not isinstance(mask_bytes, (int, float)) or mask_bytes <= 0:
+        raise ValueError(f"mask_bytes must be a positive number, got {mask_bytes!r}")
+    alpha = dtype_bytes(dtype)
+    block = "gpt" if cfg.model_type == "gpt2" else "llama"
+    if dropout is None:
+        dropout = block == "gpt"
+    if not isinstance(dropout, bool):
+        raise TypeError(f"dropout must be a bool or None, got {dropout!r}")
+    d = cfg.qk_head_dim if cfg.is_mla else cfg.head_dim
+    e = cfg.value_head_dim if cfg.is_mla else cfg.head_dim
+    values = {"s": s, "b": b, "h": cfg.hidden_size, "a": cfg.num_heads,
+              "k": layout.kv_heads_per_gpu * t, "d": d, "e": e, "t": Fraction(t),
+              "alpha": Fraction(alpha), "mu": Fraction(mask_bytes), "sigma": 4}
+
+    def layer(f: int) -> dict[str, float]:
+        terms = activation_layer_terms(block, recompute=recompute, attention=attention,
+                                       kernels=kernels, sequence_parallel=sequence_parallel,
+                                       values=dict(values, f=f))
+        if not dropout:
+            terms = {k_: v_ for k_, v_ in terms.items() if "dropout" not in k_}
+        return {k_: float(v_) for k_, v_ in terms.items()}
+
+    dense = layer(cfg.intermediate_size)
+    n_moe = cfg.num_moe_layers if cfg.is_moe else 0
+    n_dense = cfg.num_layers - n_moe
+    terms = dense
+    total = n_dense * sum(dense.values())
+    if n_moe:
+        terms = layer((cfg.experts_per_token + cfg.n_shared_experts) * cfg.moe_intermediate_size)
+        total += n_moe * sum(terms.values())
+    checked = cfg.model_type in ("gpt2", "llama") and not cfg.is_moe and not cfg.is_mla
+    note = ("cross-checked block" if checked else
+            f"{cfg.model_type}: the {block} block's terms; not cross-checked against transformers")
+    return ActivationBytes(cfg.name, block, s, b, t, sequence_parallel, recompute, attention,
+                           kernels, float(alpha), float(mask_bytes), cfg.num_layers, terms,
+                           float(total), checked, note)
 
 
 def activation_bytes_seed_heuristic(

@@ -39,6 +39,7 @@ __all__ = [
     "kv_equivalents",
     "mla_gqa_equivalent_groups",
     "moe_critical_batch",
+    "expected_experts_touched",
     "RingComm",
     "ring_comm_units",
 ]
@@ -115,6 +116,28 @@ def mla_gqa_equivalent_groups(cfg: ModelConfig) -> Fraction:
     if not cfg.is_mla:
         raise ValueError(f"cfg {cfg.name!r} has no MLA (kv_lora_rank = 0)")
     return Fraction(cfg.kv_lora_rank + cfg.qk_rope_head_dim, 2 * cfg.qk_nope_head_dim)
+
+
+def expected_experts_touched(experts: int, experts_per_token: int, tokens: int) -> float:
+    """Expected number of distinct experts that ``tokens`` tokens touch in one MoE layer.
+
+    Each token picks ``experts_per_token`` = k of the ``experts`` = E routed experts.
+    Assumption: uniform routing, tokens independent, so a given expert is missed by one
+    token with probability 1 - k/E and by all B tokens with probability (1 - k/E)^B:
+    ``E * (1 - (1 - k/E)**B)``.  B = 1 gives exactly k; as B grows it tends to E.
+    Real routers are not uniform (load-balancing losses push them towards it), and
+    correlated tokens touch fewer experts, so this is a model, not a measurement.
+    """
+    e = int_arg("experts", experts)
+    k = int_arg("experts_per_token", experts_per_token)
+    b = int_arg("tokens", tokens)
+    if k > e:
+        raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
+    if k == e:
+        return float(e)
+    if b <= 256:  # exact rational arithmetic, then one rounding
+        return float(e * (1 - (1 - Fraction(k, e)) ** b))
+    return e * (1 - (1 - k / e) ** b)
 
 
 def moe_critical_batch(cfg: ModelConfig, gpu: Any = "H100", weight_dtype: str = "bf16") -> float:

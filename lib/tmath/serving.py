@@ -20,8 +20,13 @@ __all__ = [
     "decode_time_lower_bound",
     "DecodeBound",
     "decode_bound",
+    "MOE_WEIGHTS",
+    "WORKSPACE_BYTES_PER_GPU",
+    "TPLayout",
+    "tp_layout",
     "max_concurrent_sequences",
     "kv_bytes_per_token_per_gpu",
+    "kv_sequence_bytes",
     "Concurrency",
     "concurrency",
     "matmul_intensity",
@@ -68,6 +73,75 @@ def _pos(name: str, v: Any, allow_zero: bool = False) -> float:
     return v
 
 
+#: Memory per GPU that a deployment needs beyond weights and KV cache, in bytes: the CUDA
+#: context and library workspaces (cuBLAS, NCCL buffers), the activations of one forward
+#: step, and allocator fragmentation.  5 GB is the book's stated convention (the Llama 3 70B
+#: chapter's concurrency budget); real servers reserve a fraction instead (vLLM's
+#: ``gpu_memory_utilization=0.9`` keeps 10 %), so every function that uses it takes it as a
+#: parameter.
+WORKSPACE_BYTES_PER_GPU = 5e9
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+@dataclass(frozen=True)
+class TPLayout:
+    """How tensor parallelism over ``tp`` GPUs splits a model's attention heads.
+
+    Query heads are split evenly: ``heads_per_gpu = N / tp``.  KV heads are split when
+    ``K >= tp`` (``K / tp`` per GPU, ``kv_replicas = 1``); when ``K < tp`` each GPU holds one
+    whole KV head and every KV head is replicated on ``tp / K`` GPUs (``kv_replicas > 1``).
+    MLA's latent cache is not split by heads: every GPU holds all of it (``mla=True``).
+    """
+
+    tp: int
+    num_heads: int
+    num_kv_heads: int
+    heads_per_gpu: int
+    kv_heads_per_gpu: int
+    kv_replicas: int
+    mla: bool
+
+    @property
+    def kv_replicated(self) -> bool:
+        """Whether some KV data is held by more than one GPU (K < tp, or MLA with tp > 1)."""
+        return self.kv_replicas > 1
+
+
+def tp_layout(cfg: Any, tp: int) -> TPLayout:
+    """Check that ``tp`` can split ``cfg``'s heads and say how (see :class:`TPLayout`).
+
+    Megatron-LM and vLLM give every GPU the same number of query heads, so ``tp`` must
+    divide ``num_heads``; KV heads must either be split evenly (``K % tp == 0``) or
+    replicated evenly (``tp % K == 0``).  Anything else raises ``ValueError`` naming both
+    numbers and the degrees that would work.
+    """
+    tp = int_arg("tp", tp)
+    n, k = cfg.num_heads, cfg.num_kv_heads
+    if n % tp:
+        raise ValueError(
+            f"tp={tp} does not divide num_heads={n} (query heads): every GPU must hold the same "
+            f"number of heads; choose tp among {_divisors(n)}"
+        )
+    if cfg.is_mla:
+        return TPLayout(tp, n, k, n // tp, n // tp, tp, True)
+    if k >= tp:
+        if k % tp:
+            raise ValueError(
+                f"tp={tp} does not divide num_kv_heads={k}: KV heads must split evenly over the "
+                f"GPUs; choose tp among {_divisors(k)} (or a multiple of {k} that divides {n})"
+            )
+        return TPLayout(tp, n, k, n // tp, k // tp, 1, False)
+    if tp % k:
+        raise ValueError(
+            f"tp={tp} is not a multiple of num_kv_heads={k}: with fewer KV heads than GPUs each "
+            f"KV head is replicated, which needs tp divisible by {k}"
+        )
+    return TPLayout(tp, n, k, n // tp, 1, tp // k, False)
+
+
 # --- decode latency ---------------------------------------------------------
 
 
@@ -102,6 +176,9 @@ class DecodeBound:
     bandwidth: float
     seconds: float
     kv_bytes_per_gpu: float | None = None  # what each GPU reads of kv_bytes (default kv_bytes / tp)
+    moe_weights: str = "touched"  # how the routed experts were counted (see decode_bound)
+    experts_read: float | None = None  # routed experts read per MoE layer (None: dense model)
+    kv_replicas: int = 1  # GPUs holding each KV head (> 1: replicated, K < tp; MLA: tp)
 
     @property
     def bytes_per_gpu(self) -> float:
@@ -120,6 +197,10 @@ class DecodeBound:
         return self.batch / self.seconds
 
 
+#: Ways :func:`decode_bound` counts a MoE model's routed experts.
+MOE_WEIGHTS = ("touched", "total", "active")
+
+
 def decode_bound(
     cfg: Any,
     gpu: str | Hardware = "H100",
@@ -129,38 +210,65 @@ def decode_bound(
     context_len: int = 0,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
-    moe_weights: str = "total",
+    moe_weights: str = "touched",
 ) -> DecodeBound:
     """Decode-step lower bound for ``cfg``: the weights a step reads, plus its KV cache.
 
     A step reads every weight matrix once, except the input embedding table (and learned
     position table), of which it only looks up one row per sequence: those tables are left out
     of ``weight_bytes`` (a tied table is read whole anyway, as the LM head). The KV cache read is
-    ``kv_cache_bytes_per_token`` x ``context_len`` x ``batch``.
+    the cache of ``batch`` sequences of ``context_len`` tokens.
 
     With tensor parallelism each GPU reads 1/tp of the weights and the KV heads it
-    holds (:func:`kv_bytes_per_token_per_gpu`: ceil(K/tp) of K heads, all of MLA's
-    latent, which is not split by heads); the GPUs read in parallel.
-    ``moe_weights="total"`` reads every expert (true once the batch touches
-    all experts); ``"active"`` reads only ``count_params(cfg).active`` (batch 1).
+    holds (:func:`tp_layout`: tp must divide the query heads; K/tp KV heads each, or one
+    whole head replicated on tp/K GPUs when K < tp; all of MLA's latent, which is not
+    split by heads); the GPUs read in parallel.
+
+    MoE: one decode step routes ``batch`` tokens (one per sequence) through each MoE layer.
+    ``moe_weights="touched"`` (default) reads, per MoE layer, the expected number of
+    distinct routed experts those tokens touch, E·(1 − (1 − k/E)^B)
+    (:func:`tmath.moe.expected_experts_touched`, uniform routing), plus the shared experts
+    and everything else always; ``"total"`` reads every routed expert (the worst case, what
+    a large batch approaches); ``"active"`` reads k experts (exactly the batch-1 case).
     """
     from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
+    from tmath.moe import expected_experts_touched
 
     hw = hardware(gpu)
-    p = count_params(cfg)
-    if moe_weights not in ("total", "active"):
-        raise ValueError(f"moe_weights must be 'total' or 'active', got {moe_weights!r}")
-    n = p.total if moe_weights == "total" else p.active
-    looked_up = p.breakdown["positions"] + (0 if cfg.tie_embeddings else p.breakdown["embedding"])
-    wb = (n - looked_up) * dtype_bytes(weight_dtype)
+    if moe_weights not in MOE_WEIGHTS:
+        raise ValueError(f"moe_weights must be one of {MOE_WEIGHTS}, got {moe_weights!r}")
     tp = int_arg("tp", tp)
     batch = int_arg("batch", batch)
     context_len = int_arg("context_len", context_len, 0)
+    layout = tp_layout(cfg, tp)
+    p = count_params(cfg)
+    looked_up = p.breakdown["positions"] + (0 if cfg.tie_embeddings else p.breakdown["embedding"])
+    routed = p.breakdown.get("routed_experts", 0)
+    experts_read = None
+    if cfg.is_moe and routed:
+        e, k = cfg.n_routed_experts, cfg.experts_per_token
+        experts_read = {"total": float(e), "active": float(k),
+                        "touched": expected_experts_touched(e, k, batch)}[moe_weights]
+        n = p.total - routed + routed * experts_read / e
+    else:
+        n = p.total
+    wb = (n - looked_up) * dtype_bytes(weight_dtype)
     kv_token = kv_cache_bytes_per_token(cfg, dtype=kv_dtype)
-    kvb = kv_token * context_len * batch
-    kv_gpu = kv_bytes_per_token_per_gpu(kv_token, cfg.num_kv_heads, tp, mla=cfg.is_mla) * context_len * batch
+    kvb = kv_sequence_bytes(cfg, context_len, kv_dtype) * batch if context_len else 0
+    kv_gpu = kvb * kv_bytes_per_token_per_gpu(kv_token, cfg.num_kv_heads, tp, mla=cfg.is_mla) / kv_token
     sec = decode_time_lower_bound(wb / tp, hw.hbm_bandwidth, kv_bytes=kv_gpu)
-    return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec, kv_gpu)
+    return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec, kv_gpu,
+                       moe_weights, experts_read, layout.kv_replicas)
+
+
+def kv_sequence_bytes(cfg: Any, seq_len: int, dtype: str = "bf16") -> int:
+    """KV-cache bytes of one sequence of ``seq_len`` tokens (all layers, all KV heads).
+
+    :func:`tmath.kv_cache_bytes_sequence`, which honours sliding-window layers.
+    """
+    from tmath.kvcache import kv_cache_bytes_sequence
+
+    return kv_cache_bytes_sequence(cfg, int_arg("seq_len", seq_len), dtype=dtype)
 
 
 # --- concurrency -------------------------------------------------------------
@@ -222,7 +330,7 @@ def concurrency(
     context_len: int = 4096,
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
-    overhead_bytes_per_gpu: float = 5e9,
+    overhead_bytes_per_gpu: float = WORKSPACE_BYTES_PER_GPU,
     hbm_bytes_per_gpu: float | None = None,
 ) -> Concurrency:
     """Sequences of ``context_len`` that fit a TP group of ``tp`` GPUs.
@@ -235,6 +343,7 @@ def concurrency(
 
     hw = hardware(gpu)
     tp = int_arg("tp", tp)
+    tp_layout(cfg, tp)
     hbm = hw.hbm_bytes if hbm_bytes_per_gpu is None else _pos("hbm_bytes_per_gpu", hbm_bytes_per_gpu)
     _pos("overhead_bytes_per_gpu", overhead_bytes_per_gpu, True)
     w = count_params(cfg).total * dtype_bytes(weight_dtype) / tp

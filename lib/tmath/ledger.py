@@ -1,0 +1,308 @@
+"""The ledger of one model in one deployment: every figure ``python -m tmath ledger`` prints.
+
+:func:`build_ledger` returns a JSON-serialisable dict (plain numbers: bytes, seconds,
+FLOPs); :func:`render_text` lays it out as the aligned text table the command line
+prints.  The command line (:mod:`tmath.cli`), the calculator's widget and static tables
+(:mod:`tmath.calculator`) and ``benchmarks/bench_ledger.py`` all call these two.
+
+A deployment that cannot exist is said so, never silently priced:
+
+* ``tp`` must divide the query heads (and split or evenly replicate the KV heads):
+  :func:`tmath.serving.tp_layout` raises ``ValueError`` naming both numbers.  When there
+  are fewer KV heads than GPUs, each KV head is replicated and the ledger says so.
+* ``seq_len`` beyond the model's ``max_position`` (``max_position_embeddings``) raises
+  ``ValueError`` naming both.  There is deliberately no override flag: a model whose
+  context has been extended (RoPE scaling) publishes the extended length in its
+  config.json, and a reader who wants to price an extrapolation edits that field, which
+  keeps the assumption visible in the input rather than hidden in a flag.
+* ``feasibility``: serving the batch needs, on every GPU, its share of the weights, its
+  share of the batch's KV cache and a stated workspace
+  (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`, 5 GB: CUDA context, library buffers, one
+  step's activations, fragmentation).  That sum is compared with the usable memory per
+  GPU, by default the datasheet capacity in decimal bytes (H100: 80 GB = 80e9 B; the
+  runtime reports 81,559 MiB, see :mod:`tmath.hardware`), or ``hbm_bytes`` if given.
+  ``feasible`` is False when it does not fit; every other figure is still computed (it is
+  arithmetic), and the text and the tables flag it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["build_ledger", "render_text", "feasibility_line_zh"]
+
+_RECOMPUTES = ("none", "selective", "full")
+
+
+def _fmt_int(n: float) -> str:
+    return f"{int(n):,}" if float(n).is_integer() else f"{n:,.1f}"
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.3f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _fmt_sci(x: float) -> str:
+    return f"{x:.4e}"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def _positive(name: str, v: Any, allow_zero: bool = False) -> float:
+    bad = isinstance(v, bool) or not isinstance(v, (int, float)) or v != v
+    if bad or (v < 0 if allow_zero else v <= 0):
+        what = "a non-negative" if allow_zero else "a positive"
+        raise ValueError(f"{name} must be {what} number of bytes, got {v!r}")
+    return float(v)
+
+
+def feasibility_line_zh(feas: dict[str, Any]) -> str:
+    """One Chinese sentence: does the deployment fit, and by how much."""
+    need, cap = feas["needed_bytes_per_gpu"], feas["hbm_bytes_per_gpu"]
+    parts = (f"权重 {_gb(feas['weight_bytes_per_gpu'])} + KV cache {_gb(feas['kv_bytes_per_gpu'])}"
+             f" + 工作区 {_gb(feas['workspace_bytes_per_gpu'])}")
+    if feas["feasible"]:
+        return (f"可行：每卡需要 {_gb(need)}（{parts}），{feas['gpu']} 每卡 {_gb(cap)}，"
+                f"余 {_gb(cap - need)}")
+    return f"不可行：每卡需要 {_gb(need)}（{parts}），超过 {feas['gpu']} 的 {_gb(cap)}"
+
+
+def build_ledger(
+    cfg: Any,
+    *,
+    seq_len: int,
+    batch: int,
+    dtype: str = "bf16",
+    tp: int = 1,
+    gpu: str = "H100",
+    recipe: str = "mixed-adam",
+    hbm_bytes: float | None = None,
+    workspace_bytes: float | None = None,
+) -> dict[str, Any]:
+    """The whole ledger of ``cfg`` in one deployment, as a JSON-serialisable dict.
+
+    ``seq_len`` tokens per sequence, ``batch`` sequences (the decode batch, and the
+    micro-batch of the activation figures: sequences one TP group processes per forward
+    pass), weights and KV cache in ``dtype``, ``tp`` GPUs of type ``gpu``.  ``hbm_bytes``
+    is the usable memory per GPU (default: the datasheet capacity, decimal bytes);
+    ``workspace_bytes`` the memory reserved per GPU beyond weights and KV (default
+    :data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).  See the module docstring for what is
+    refused and how feasibility is judged.
+    """
+    import tmath
+    from tmath.hardware import hardware
+    from tmath.memory import activation_bytes, activation_memory, training_bytes_per_param
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes, tp_layout
+
+    for name, v in (("seq_len", seq_len), ("batch", batch), ("tp", tp)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {v!r}")
+    if seq_len > cfg.max_position:
+        raise ValueError(
+            f"--seq-len {seq_len:,} exceeds the {cfg.max_position:,} positions of {cfg.name} "
+            f"(max_position_embeddings); use --seq-len <= {cfg.max_position}"
+        )
+    layout = tp_layout(cfg, tp)
+    wbytes = dtype_bytes(dtype)  # validates
+    hw = hardware(gpu)
+    cap = hw.hbm_bytes if hbm_bytes is None else _positive("hbm_bytes", hbm_bytes)
+    work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else _positive(
+        "workspace_bytes", workspace_bytes, allow_zero=True)
+    p = tmath.count_params(cfg)
+    f = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=False)
+    fc = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True)
+    tokens = seq_len * batch
+    n6 = p.active if cfg.is_moe else p.total
+    six_nt = 6 * n6 * tokens
+    kv_tok = tmath.kv_cache_bytes_per_token(cfg, dtype=dtype)
+    rb = training_bytes_per_param(recipe)
+    dec = decode_bound(cfg, hw, tp=tp, batch=batch, context_len=seq_len, weight_dtype=dtype, kv_dtype=dtype)
+    sp = tp > 1
+    acts = {r: activation_bytes(cfg, seq_len, batch, recompute=r, tp=tp, sequence_parallel=sp)
+            for r in _RECOMPUTES}
+    kor = {r: activation_memory(cfg, seq_len, batch, recompute=r, tp=tp, sequence_parallel=sp)
+           for r in _RECOMPUTES}
+    step_s = f.total / (hw.dense_flops * tp)
+    kv_seq = dec.kv_bytes / batch
+    weight_gpu = p.total * wbytes / tp
+    kv_gpu = dec.kv_bytes_per_gpu
+    need = weight_gpu + kv_gpu + work
+    feas = {
+        "feasible": bool(need <= cap),
+        "scope": "serving the batch: weights/tp + the batch's KV cache per GPU + workspace",
+        "gpu": hw.name,
+        "hbm_bytes_per_gpu": cap,
+        "hbm_convention": "datasheet capacity in decimal bytes (80 GB = 80e9) unless hbm_bytes "
+        "is given; nvidia-smi reports an H100 SXM as 81559 MiB",
+        "weight_bytes_per_gpu": weight_gpu,
+        "kv_bytes_per_gpu": kv_gpu,
+        "workspace_bytes_per_gpu": work,
+        "needed_bytes_per_gpu": need,
+        "headroom_bytes_per_gpu": cap - need,
+    }
+    feas["verdict_zh"] = feasibility_line_zh(feas)
+    if layout.mla:
+        kv_note = f"MLA 的潜向量缓存不按头切分：{tp} 张卡每张各存一整份" if tp > 1 else ""
+    elif layout.kv_replicated:
+        kv_note = (f"KV 头复制：{layout.num_kv_heads} 个 KV 头少于 TP={tp}，每张卡存 1 个头，"
+                   f"每个头复制在 {layout.kv_replicas} 张卡上")
+    else:
+        kv_note = ""
+    a0 = acts["none"]
+    return {
+        "model": {
+            "name": cfg.name,
+            "model_type": cfg.model_type,
+            "hidden_size": cfg.hidden_size,
+            "intermediate_size": cfg.intermediate_size,
+            "num_layers": cfg.num_layers,
+            "num_heads": cfg.num_heads,
+            "num_kv_heads": cfg.num_kv_heads,
+            "head_dim": cfg.head_dim,
+            "vocab_size": cfg.vocab_size,
+            "max_position": cfg.max_position,
+            "mlp": cfg.mlp,
+            "moe": bool(cfg.is_moe),
+            "mla": bool(cfg.is_mla),
+        },
+        "settings": {
+            "seq_len": seq_len,
+            "batch": batch,
+            "dtype": dtype,
+            "tp": tp,
+            "gpu": hw.name,
+            "recipe": recipe,
+        },
+        "tp_layout": {
+            "heads_per_gpu": layout.heads_per_gpu,
+            "kv_heads_per_gpu": layout.kv_heads_per_gpu,
+            "kv_replicas": layout.kv_replicas,
+            "kv_replicated": layout.kv_replicated,
+            "note_zh": kv_note,
+        },
+        "feasibility": feas,
+        "params": {"total": p.total, "active": p.active, "breakdown": dict(p.breakdown)},
+        "training_flops": {
+            "tokens": tokens,
+            "total": f.total,
+            "total_causal": fc.total,
+            "breakdown": dict(f.breakdown),
+            "six_n_t": six_nt,
+            "six_n_t_uses": "active" if cfg.is_moe else "total",
+            "six_n_t_rel_error": (six_nt - f.total) / f.total,
+        },
+        "kv_cache": {
+            "bytes_per_token": kv_tok,
+            "bytes_per_sequence": kv_seq,
+            "bytes_batch": dec.kv_bytes,
+        },
+        "training_memory": {
+            "bytes_per_param": rb.total,
+            "bytes_per_param_breakdown": rb.breakdown,
+            "states_bytes": p.total * rb.total,
+            "activation_bytes_per_gpu": {r: a.total for r, a in acts.items()},
+            "activation_micro_batch": batch,
+            "activation_sequence_parallel": sp,
+            "activation_checked": a0.checked,
+            "activation_convention": f"per architecture ({a0.block} block, tmath.activation_bytes): "
+            f"per GPU, micro-batch {batch}, TP={tp}, sequence parallel {'on' if sp else 'off'}, "
+            "bf16 activations, 1-byte dropout masks, fused kernels, eager softmax kept",
+            "activation_convention_zh": a0.describe_zh(),
+            "activation_bytes_per_gpu_korthikanti_gpt": kor,
+        },
+        "decode": {
+            "gpu": hw.name,
+            "tp": tp,
+            "bandwidth_bytes_per_s": hw.hbm_bandwidth,
+            "weight_bytes": dec.weight_bytes,
+            "kv_bytes": dec.kv_bytes,
+            "bytes_per_gpu": dec.bytes_per_gpu,
+            "step_seconds": dec.seconds,
+            "tokens_per_s_per_seq": dec.tokens_per_s_per_seq,
+            "tokens_per_s": dec.tokens_per_s,
+            "moe_weights": dec.moe_weights if cfg.is_moe else None,
+            "experts_read_per_moe_layer": dec.experts_read,
+            "kv_replicas": dec.kv_replicas,
+        },
+        "step_time_at_peak_s": step_s,
+        "step_energy_at_peak_j": f.total / hw.flops_per_watt if hw.tdp_watts else None,
+    }
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    w = max(len(k) for k, _ in rows)
+    vw = max(len(v) for _, v in rows)
+    out = []
+    for k, v in rows:
+        if v == "" and not k.startswith(" "):
+            out.append(f"\n{k}")
+        else:
+            out.append(f"  {k:<{w}}  {v:>{vw}}")
+    return "\n".join(out).lstrip("\n")
+
+
+def render_text(led: dict[str, Any]) -> str:
+    """The ledger as the aligned text table the command line prints."""
+    m, s, p, f = led["model"], led["settings"], led["params"], led["training_flops"]
+    kv, tm, d = led["kv_cache"], led["training_memory"], led["decode"]
+    feas, lay = led["feasibility"], led["tp_layout"]
+    rows: list[tuple[str, str]] = [
+        (f"Model {m['name']} ({m['model_type']})", ""),
+        ("D / F / L", f"{m['hidden_size']} / {m['intermediate_size']} / {m['num_layers']}"),
+        ("N / K / H / V", f"{m['num_heads']} / {m['num_kv_heads']} / {m['head_dim']} / {m['vocab_size']}"),
+        ("settings", f"T={s['seq_len']} B={s['batch']} {s['dtype']} tp={s['tp']} {s['gpu']}"),
+        ("Parameters", ""),
+        ("total", _fmt_int(p["total"])),
+        ("active per token", _fmt_int(p["active"])),
+    ]
+    rows += [(f"  {k}", _fmt_int(v)) for k, v in p["breakdown"].items()]
+    rows += [
+        ("Training FLOPs per step (fwd+bwd)", ""),
+        ("total (full attention)", _fmt_sci(f["total"])),
+        ("total (causal)", _fmt_sci(f["total_causal"])),
+    ]
+    rows += [(f"  {k}", _fmt_sci(v)) for k, v in f["breakdown"].items()]
+    rows += [
+        (f"6·P·tokens (P = {f['six_n_t_uses']})", _fmt_sci(f["six_n_t"])),
+        ("6PT relative error", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
+        ("KV cache", ""),
+        ("per token", _fmt_bytes(kv["bytes_per_token"])),
+        (f"per sequence (T={s['seq_len']})", _fmt_bytes(kv["bytes_per_sequence"])),
+        ("Training memory", ""),
+        (f"states ({s['recipe']}, {tm['bytes_per_param']} B/param)", _fmt_bytes(tm["states_bytes"])),
+    ]
+    rows += [
+        (f"activations, recompute={k}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
+    ]
+    rows += [
+        ("Decode step lower bound", ""),
+        ("bytes read per GPU", _fmt_bytes(d["bytes_per_gpu"])),
+        ("step time", f"{1e3 * d['step_seconds']:.3f} ms"),
+        ("tokens/s per sequence", f"{d['tokens_per_s_per_seq']:,.1f}"),
+        ("tokens/s (batch)", f"{d['tokens_per_s']:,.1f}"),
+    ]
+    if d.get("experts_read_per_moe_layer") is not None:
+        rows.append(("routed experts read per MoE layer", f"{d['experts_read_per_moe_layer']:,.2f}"))
+    rows += [
+        ("Training step at 100% of peak", ""),
+        (f"time on {s['tp']}x{s['gpu']}", f"{led['step_time_at_peak_s']:.4g} s"),
+    ]
+    if led["step_energy_at_peak_j"] is not None:
+        rows.append(("energy (TDP, PUE 1)", f"{led['step_energy_at_peak_j']:.4g} J"))
+    notes = [
+        f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子）",
+        f"部署：{feas['verdict_zh']}",
+    ]
+    if d.get("experts_read_per_moe_layer") is not None:
+        notes.append(
+            f"MoE：一步 {s['batch']} 个 token，每个 MoE 层按均匀路由期望读到 "
+            f"{d['experts_read_per_moe_layer']:,.2f} 个路由专家（E·(1−(1−k/E)^B)），共享专家总读"
+        )
+    if lay["note_zh"]:
+        notes.append(lay["note_zh"])
+    return _table(rows) + "\n\n" + "\n".join(notes)
