@@ -180,3 +180,163 @@ def test_random_hf_dicts_raise_only_value_or_type_error(d):
         ModelConfig.from_hf(d)
     except (ValueError, TypeError):
         pass
+
+
+# ---------------------------------------------------------------- the families of issue 15
+HF = Path(__file__).parent / "hf_configs"
+
+
+def _hf(name):
+    return json.loads((HF / f"{name}.json").read_text())
+
+
+def test_every_family_has_a_reader_and_a_rule_row():
+    from tmath.config import _READERS, FAMILIES
+
+    assert tuple(_READERS) == tuple(FAMILIES) == tmath.SUPPORTED_MODEL_TYPES
+    for t in ("qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3", "olmo2", "gpt_oss",
+              "deepseek_v2"):
+        assert t in tmath.SUPPORTED_MODEL_TYPES
+
+
+def test_qwen3_defaults_head_dim_128_and_per_head_qk_norm():
+    d = {**LLAMA, "model_type": "qwen3"}  # D/N = 8, but Qwen3Config.head_dim defaults to 128
+    cfg = ModelConfig.from_hf(d)
+    assert cfg.head_dim == 128 and cfg.qk_norm == "per_head" and cfg.sliding_window is None
+    w = ModelConfig.from_hf({**d, "use_sliding_window": True, "sliding_window": 16,
+                             "max_window_layers": 1})
+    assert w.layer_types == ("full_attention", "sliding_attention") and w.layer_windows == (None, 16)
+    # sliding_window without use_sliding_window is ignored, as transformers does
+    assert ModelConfig.from_hf({**d, "sliding_window": 16}).sliding_window is None
+
+
+def test_qwen3_moe_dense_first_layers_and_refusals():
+    cfg = ModelConfig.from_hf(_hf("qwen3-30b-a3b"))
+    assert (cfg.n_routed_experts, cfg.experts_per_token, cfg.first_k_dense) == (128, 8, 0)
+    d = {**_hf("qwen3-30b-a3b"), "mlp_only_layers": [0, 1]}
+    assert ModelConfig.from_hf(d).first_k_dense == 2
+    with pytest.raises(ValueError, match="mlp_only_layers"):
+        ModelConfig.from_hf({**d, "mlp_only_layers": [3]})
+    with pytest.raises(ValueError, match="decoder_sparse_step"):
+        ModelConfig.from_hf({**d, "decoder_sparse_step": 2})
+    with pytest.raises(ValueError, match="layer_types"):
+        ModelConfig.from_hf({**d, "layer_types": ["full_attention"] * 48})
+
+
+def test_gemma_readers():
+    g2 = ModelConfig.from_hf(_hf("gemma-2-9b"))
+    assert g2.tie_embeddings and g2.head_dim == 256 != g2.hidden_size // g2.num_heads
+    assert g2.norms_per_layer == 4 and g2.scaled_embeddings and g2.gate_act == "gelu_pytorch_tanh"
+    assert (g2.attn_logit_softcap, g2.final_logit_softcap) == (50.0, 30.0)
+    assert g2.layer_windows[:4] == (4096, None, 4096, None) and g2.num_sliding_layers == 21
+    g3 = ModelConfig.from_hf(_hf("gemma-3-4b-text"))
+    assert g3.qk_norm == "per_head" and g3.final_logit_softcap is None
+    assert g3.layer_windows[:6] == (1024,) * 5 + (None,)  # 5 local layers to 1 global
+    assert g3.num_sliding_layers == 34 - 34 // 6 and g3.rope_tables == 2
+    with pytest.raises(ValueError, match="hidden_activation"):
+        ModelConfig.from_hf({**_hf("gemma-2-9b"), "hidden_activation": "relu"})
+    with pytest.raises(ValueError, match="use_bidirectional_attention"):
+        ModelConfig.from_hf({**_hf("gemma-3-1b-it"), "use_bidirectional_attention": True})
+
+
+def test_phi3_olmo2_gpt_oss_deepseek_v2_readers():
+    phi = ModelConfig.from_hf(_hf("phi-3-mini-4k-instruct"))
+    assert phi.fused_qkv and phi.fused_gate_up and phi.sliding_window == 2047
+    assert phi.layer_types is None and phi.num_sliding_layers == 32
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        ModelConfig.from_hf({**_hf("phi-3-mini-4k-instruct"), "partial_rotary_factor": 0.75})
+    olmo = ModelConfig.from_hf(_hf("olmo-2-1124-7b"))
+    assert olmo.qk_norm == "full_width" and olmo.sliding_window is None
+    oss = ModelConfig.from_hf(_hf("gpt-oss-20b"))
+    assert oss.attention_sinks and oss.expert_bias and oss.router_linear_bias and oss.qkv_bias
+    assert oss.layer_windows[:2] == (128, None) and oss.moe_intermediate_size == 2880
+    ds = ModelConfig.from_hf(_hf("deepseek-v2-lite"))
+    assert ds.q_lora_rank is None and ds.is_mla and not ds.router_bias
+    assert (ds.first_k_dense, ds.n_shared_experts, ds.head_dim) == (1, 2, 192)
+
+
+def test_mistral_window_default_follows_transformers():
+    assert ModelConfig.from_hf({**LLAMA, "model_type": "mistral"}).sliding_window == 4096
+    assert ModelConfig.from_hf({**LLAMA, "model_type": "mistral",
+                                "sliding_window": None}).sliding_window is None
+    assert ModelConfig.from_hf(HF / "mistral-7b.json").sliding_window == 4096
+    assert tmath.preset("mistral-7b").sliding_window == 4096
+    assert ModelConfig.from_hf(HF / "mixtral-8x7b.json").sliding_window is None
+
+
+def test_new_field_validation_names_the_field():
+    base = ModelConfig.from_hf(LLAMA)
+    with pytest.raises(ValueError, match="attention_sinks"):
+        base.replace(attention_sinks=True)
+    with pytest.raises(ValueError, match="qk_norm"):
+        base.replace(qk_norm="per_head")
+    with pytest.raises(ValueError, match="qk_norm"):
+        base.replace(qk_norm="rms")
+    with pytest.raises(ValueError, match="norms_per_layer"):
+        base.replace(norms_per_layer=3)
+    with pytest.raises(ValueError, match="sliding"):
+        base.replace(sliding_window=8)  # llama has no windows
+    m = base.replace(model_type="mistral", sliding_window=8)
+    assert m.layer_windows == (8, 8)
+    with pytest.raises(ValueError, match="sliding_window"):
+        m.replace(sliding_window=0)
+    with pytest.raises(TypeError, match="sliding_window"):
+        m.replace(sliding_window=8.0)
+    with pytest.raises(ValueError, match="layer_types"):
+        m.replace(layer_types=("full_attention", "sliding_attention"))  # mistral: all alike
+    g = ModelConfig.from_hf(_hf("gemma-2-9b"))
+    with pytest.raises(ValueError, match="layer_types has 2 entries"):
+        g.replace(layer_types=("full_attention",) * 2)
+    with pytest.raises(ValueError, match="layer_types has"):
+        g.replace(layer_types=("local",) * 42)
+    with pytest.raises(ValueError, match="sliding_window is None"):
+        g.replace(sliding_window=None)
+    with pytest.raises(ValueError, match="norms_per_layer"):
+        g.replace(norms_per_layer=2)
+    with pytest.raises(ValueError, match="attn_logit_softcap"):
+        g.replace(attn_logit_softcap=-1.0)
+    with pytest.raises(ValueError, match="gate_act"):
+        g.replace(gate_act="relu")
+    oss = ModelConfig.from_hf(_hf("gpt-oss-20b"))
+    with pytest.raises(ValueError, match="expert_bias"):
+        oss.replace(expert_bias=False)
+    with pytest.raises(ValueError, match="router_linear_bias"):
+        ModelConfig.from_hf(_hf("qwen3-30b-a3b")).replace(router_linear_bias=True)
+    with pytest.raises(ValueError, match="qkv_bias=out_bias"):
+        oss.replace(out_bias=False)
+    ds = ModelConfig.from_hf(_hf("deepseek-v2-lite"))
+    with pytest.raises(ValueError, match="n_shared_experts"):
+        ds.replace(n_shared_experts=0)
+    with pytest.raises(ValueError, match="shared experts"):
+        ModelConfig.from_hf(_hf("qwen3-30b-a3b")).replace(n_shared_experts=1)
+
+
+def test_architectures_must_match_model_type():
+    d = _hf("qwen3-8b")
+    with pytest.raises(ValueError, match="Qwen3ForCausalLM"):
+        ModelConfig.from_hf({**d, "model_type": "qwen2"})
+    with pytest.raises(ValueError, match="architectures"):
+        ModelConfig.from_hf({**_hf("qwen3-30b-a3b"), "model_type": "qwen3"})
+    assert ModelConfig.from_hf(d).model_type == "qwen3"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({"model_type": st.sampled_from(
+    ["qwen3", "qwen3_moe", "gemma2", "gemma3_text", "phi3", "olmo2", "gpt_oss", "deepseek_v2"])},
+    optional={k: _any for k in ["hidden_size", "intermediate_size", "num_hidden_layers",
+                                "num_attention_heads", "num_key_value_heads", "head_dim",
+                                "vocab_size", "num_experts", "num_local_experts",
+                                "num_experts_per_tok", "moe_intermediate_size", "sliding_window",
+                                "use_sliding_window", "layer_types", "sliding_window_pattern",
+                                "mlp_only_layers", "max_window_layers", "attention_bias",
+                                "q_lora_rank", "kv_lora_rank", "n_routed_experts",
+                                "n_shared_experts", "qk_rope_head_dim", "qk_nope_head_dim",
+                                "v_head_dim", "architectures", "partial_rotary_factor",
+                                "attn_logit_softcapping"]}))
+def test_random_new_family_dicts_raise_only_value_or_type_error(d):
+    try:
+        cfg = ModelConfig.from_hf(d)
+    except (ValueError, TypeError):
+        return
+    tmath.count_params(cfg)
+    tmath.kv_cache_bytes_sequence(cfg, 7)

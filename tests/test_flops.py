@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -156,3 +157,85 @@ def test_gqa_flops_only_change_kv_projections(cfg, T):
     D, N, K, H = cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
     assert b["attention_proj"] - a["attention_proj"] == cfg.num_layers * T * 2 * D * 2 * (N - K) * H
     assert a["attention_scores"] == b["attention_scores"]
+
+
+# ---------------------------------------------------------------- sliding windows
+def _pairs(T, W, causal):
+    """Brute force: the (query i, key j) pairs a window-W layer uses."""
+    if causal:
+        return sum(1 for i in range(T) for j in range(T) if 0 <= i - j < W)
+    return T * min(T, W)  # the dense band: each query against min(T, W) keys
+
+
+def _windowed(layer_types, W):
+    return tmath.preset("llama3-8b").replace(
+        model_type="qwen3", num_layers=len(layer_types), qk_norm="per_head", sliding_window=W,
+        layer_types=tuple(layer_types))
+
+
+@pytest.mark.parametrize("T", [1, 3, 4, 5, 11])
+@pytest.mark.parametrize("causal", [False, True])
+def test_useful_window_flops_count_the_pairs_inside_the_window(T, causal):
+    W = 4
+    lt = ["full_attention", "sliding_attention", "sliding_attention"]
+    cfg = _windowed(lt, W)
+    B, N, H = 2, cfg.num_heads, cfg.head_dim
+    full_pairs = sum(1 for i in range(T) for j in range(T) if j <= i) if causal else T * T
+    pairs = full_pairs + 2 * _pairs(T, W, causal)
+    f = tmath.forward_flops(cfg, T, B, causal=causal, window=True)
+    assert f.breakdown["attention_scores"] == f.breakdown["attention_values"] == 2 * B * N * pairs * H
+    assert f.window and not tmath.forward_flops(cfg, T, B, causal=causal).window
+    # window=False: what eager computes, every layer the full (or lower-triangle) matrix
+    g = tmath.forward_flops(cfg, T, B, causal=causal)
+    assert g.breakdown["attention_scores"] == 2 * B * N * 3 * full_pairs * H
+    for k in f.breakdown:
+        if k not in ("attention_scores", "attention_values"):
+            assert f.breakdown[k] == g.breakdown[k]
+    t = tmath.training_flops(cfg, T, B, causal=causal, window=True)
+    assert t.total == 3 * (f.total - f.breakdown["rope"]) + f.breakdown["rope"]
+
+
+def test_window_flag_is_a_bool_and_changes_nothing_without_windows():
+    cfg = tmath.preset("llama3-8b")
+    assert tmath.forward_flops(cfg, 100, window=True).total == tmath.forward_flops(cfg, 100).total
+    with pytest.raises(TypeError, match="window"):
+        tmath.forward_flops(cfg, 8, window="useful")
+    assert tmath.attention_crossover(cfg) == tmath.attention_crossover(cfg, window=False)
+
+
+def test_mistral_never_crosses_with_its_window():
+    m = tmath.preset("mistral-7b")
+    assert m.sliding_window == 4096
+    assert tmath.attention_crossover(m) == math.inf
+    assert tmath.attention_crossover(m, causal=True) == math.inf
+    assert tmath.attention_crossover(m, window=False) == 26624  # the full masked matrix
+    # the attention share saturates: at most W keys per query, 4096 / 26624 of the other matmuls
+    r = [tmath.attention_matmul_ratio(m, T) for T in (4096, 32768, 10**6)]
+    assert r[0] == r[1] == r[2] == pytest.approx(4096 / 26624)
+    assert tmath.attention_matmul_ratio(m, 32768, window=False) == pytest.approx(32768 / 26624)
+    # 6PT's error saturates too, instead of growing without bound with T
+    e = [tmath.six_n_t_error(m, T) for T in (8192, 65536, 2**20)]
+    assert e[0] < 0 and e[1] == pytest.approx(e[2], rel=1e-3)
+    assert tmath.six_n_t_error(m, 2**20, window=False) < 2 * e[2]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_mixed_window_crossover_is_where_the_ratio_crosses_one(causal):
+    # Gemma-2-like: half the layers global; the crossover lies beyond the window.
+    cfg = _windowed(["sliding_attention", "full_attention"] * 4, 1024)
+    t = tmath.attention_crossover(cfg, causal=causal)
+    assert 1024 < t < tmath.attention_crossover(cfg, causal=causal, window=False) * 2
+    lo, hi = math.floor(t), math.floor(t) + 1
+    assert tmath.attention_matmul_ratio(cfg, lo, causal=causal) <= 1 < tmath.attention_matmul_ratio(
+        cfg, hi, causal=causal)
+    # a window wider than T* changes nothing
+    wide = _windowed(["sliding_attention", "full_attention"] * 4, 10**6)
+    assert tmath.attention_crossover(wide, causal=causal) == tmath.attention_crossover(
+        wide, causal=causal, window=False)
+
+
+def test_gemma3_builds_two_rope_tables():
+    from pathlib import Path
+
+    cfg = tmath.ModelConfig.from_hf(Path(__file__).parent / "hf_configs" / "gemma-3-4b-text.json")
+    assert tmath.forward_flops(cfg, 10).breakdown["rope"] == 2 * 256 * 10

@@ -65,3 +65,42 @@ def test_max_sequences_is_the_floor(cfg, T, budget, dtype):
     assert per_seq == -(-2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * T
                         * {"fp32": 8, "bf16": 4, "fp16": 4, "fp8": 2, "int8": 2, "int4": 1}[dtype]
                         // 2)
+
+
+# ---------------------------------------------------------------- sliding windows
+def test_mistral_7b_keeps_its_4096_window():
+    m = tmath.preset("mistral-7b")
+    per_token = 2 * 32 * 8 * 128 * 2  # 128 KiB, all 32 layers windowed (W = 4096)
+    assert tmath.kv_cache_bytes_per_token(m) == per_token
+    assert tmath.kv_cache_bytes_sequence(m, 32768) == 4096 * per_token == 536_870_912  # 0.54 GB
+    assert 32768 * per_token == 4_294_967_296  # what ignoring the window gave (4.295 GB)
+    assert tmath.kv_cache_bytes_sequence(m, 1000) == 1000 * per_token  # below the window
+    assert tmath.kv_cache_bytes(m, 32768, batch=3) == 3 * 536_870_912
+    assert tmath.kv_cache_bytes_sequence(m, 32768, dtype="fp8", batch=2) == 536_870_912
+    assert tmath.max_sequences(m, 80 * 10**9, 32768) == 80 * 10**9 // 536_870_912
+
+
+def test_mixed_windows_by_layer():
+    from pathlib import Path
+
+    hf = Path(__file__).parent / "hf_configs"
+    g = tmath.ModelConfig.from_hf(hf / "gemma-2-9b.json")  # 21 local (4096) + 21 global layers
+    per_layer_token = 2 * 8 * 256 * 2
+    T = 8192
+    assert tmath.kv_cache_bytes_sequence(g, T) == per_layer_token * (21 * 4096 + 21 * T)
+    oss = tmath.ModelConfig.from_hf(hf / "gpt-oss-20b.json")  # 12 x 128-token windows, 12 global
+    assert tmath.kv_cache_bytes_sequence(oss, 131072) == 2 * 8 * 64 * 2 * (12 * 128 + 12 * 131072)
+    g3 = tmath.ModelConfig.from_hf(hf / "gemma-3-1b-it.json")  # 26 layers: 22 local (512) + 4
+    assert tmath.kv_cache_bytes_sequence(g3, 32768) == 2 * 1 * 256 * 2 * (22 * 512 + 4 * 32768)
+
+
+@settings(max_examples=100, deadline=None)
+@given(dense_configs(model_type="mistral"), st.integers(1, 300), st.integers(1, 200),
+       st.integers(1, 3))
+def test_window_sequence_bytes_brute_force(cfg, T, W, B):
+    m = cfg.replace(sliding_window=W)
+    per_layer_position = 2 * m.num_kv_heads * m.head_dim * 2
+    kept = sum(1 for t in range(T) if T - t <= W)  # the last W positions
+    assert tmath.kv_cache_bytes_sequence(m, T, batch=B) == B * m.num_layers * kept * per_layer_position
+    assert tmath.kv_cache_bytes_sequence(m, T) <= tmath.kv_cache_bytes_sequence(
+        m.replace(sliding_window=None), T)

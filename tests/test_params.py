@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 
@@ -116,3 +118,68 @@ def test_one_expert_top1_moe_equals_dense_plus_router(dense):
     fm = tmath.training_flops(moe, seq_len=7, batch=2)
     assert fm.breakdown["routed_experts"] == fd.breakdown["mlp"]
     assert fm.total == fd.total + 3 * 2 * 14 * dense.hidden_size * dense.num_layers
+
+
+# ---------------------------------------------------------------- the families of issue 15
+HF = Path(__file__).parent / "hf_configs"
+
+# Published parameter counts (model cards / technical reports), rounded as published. The
+# exact equality with transformers is tests/test_crosscheck.py; this guards the config files.
+PUBLISHED_ROUNDED = {  # file -> (total in units of 1e9, digits)
+    "qwen3-8b": (8.19, 2),            # Qwen3 model card: 8.2B, 6.95B non-embedding
+    "qwen3-30b-a3b": (30.5, 1),       # 30.5B total, 3.3B activated
+    "gemma-2-9b": (9.24, 2),          # Gemma 2 report: 9.24B
+    "gemma-3-1b-it": (1.00, 2),
+    "phi-3-mini-4k-instruct": (3.82, 2),  # Phi-3 report: 3.8B
+    "olmo-2-1124-7b": (7.30, 2),      # OLMo 2 report: 7.3B
+    "gpt-oss-20b": (20.9, 1),         # gpt-oss model card: 20.9B total, 3.6B active
+    "deepseek-v2-lite": (15.7, 1),    # DeepSeek-V2 report: 15.7B total
+}
+
+
+@pytest.mark.parametrize("name", PUBLISHED_ROUNDED)
+def test_new_family_config_files_match_published_totals(name):
+    total, digits = PUBLISHED_ROUNDED[name]
+    cfg = tmath.ModelConfig.from_hf(HF / f"{name}.json")
+    assert round(tmath.count_params(cfg).total / 1e9, digits) == total
+
+
+def test_gpt_oss_published_active_count_excludes_the_embedding():
+    # gpt-oss model card: 3.6B active parameters per token, not counting the token embedding.
+    # (Qwen3-30B-A3B's "3.3B" activated is 3.35B with the embedding, and DeepSeek-V2-Lite's
+    # "2.4B" is 2.45B without it: their rounding is not stated, so they are not tested.)
+    p = tmath.count_params(tmath.ModelConfig.from_hf(HF / "gpt-oss-20b.json"))
+    assert round((p.active - p.breakdown["embedding"]) / 1e9, 1) == 3.6
+
+
+def test_qwen3_8b_qk_norms_and_olmo2_full_width_by_hand():
+    q = tmath.count_params(tmath.ModelConfig.from_hf(HF / "qwen3-8b.json")).breakdown
+    assert q["norms"] == 36 * (2 * 4096 + 2 * 128) + 4096  # 9,216 of them are q/k norms
+    o = tmath.count_params(tmath.ModelConfig.from_hf(HF / "olmo-2-1124-7b.json")).breakdown
+    assert o["norms"] == 32 * (2 * 4096 + (32 + 32) * 128) + 4096
+
+
+def test_gemma2_tied_and_four_norms_by_hand():
+    b = tmath.count_params(tmath.ModelConfig.from_hf(HF / "gemma-2-9b.json")).breakdown
+    D, L, N, K, H, F, V = 3584, 42, 16, 8, 256, 14336, 256000
+    assert b["lm_head"] == 0 and b["embedding"] == V * D
+    assert b["norms"] == L * 4 * D + D
+    assert b["attention"] == L * (D * (N + 2 * K) * H + N * H * D)
+    assert b["mlp"] == L * 3 * D * F
+
+
+def test_gpt_oss_sinks_and_biases_by_hand():
+    b = tmath.count_params(tmath.ModelConfig.from_hf(HF / "gpt-oss-20b.json")).breakdown
+    D, L, N, K, H, E, F = 2880, 24, 64, 8, 64, 32, 2880
+    assert b["attention"] == L * (D * (N + 2 * K) * H + (N + 2 * K) * H + N * H * D + D + N)
+    assert b["routed_experts"] == L * E * (3 * D * F + 2 * F + D)
+    assert b["router"] == L * (E * D + E)
+
+
+def test_deepseek_v2_lite_mla_without_q_lora_by_hand():
+    b = tmath.count_params(tmath.ModelConfig.from_hf(HF / "deepseek-v2-lite.json")).breakdown
+    D, L, N, r, rope, nope, v = 2048, 27, 16, 512, 64, 128, 128
+    per_layer = D * N * (nope + rope) + D * (r + rope) + r * N * (nope + v) + N * v * D
+    assert b["attention"] == L * per_layer
+    assert b["norms"] == L * (2 * D + r) + D
+    assert b["shared_experts"] == 26 * 3 * D * 2 * 1408 and b["mlp"] == 3 * D * 10944

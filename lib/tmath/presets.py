@@ -89,6 +89,34 @@ def _build() -> dict[str, ModelConfig]:
         qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, num_nextn_predict_layers=1,
         source="deepseek2024v3",
     )
+    # Three MoE families of issue 15, from their official config.json files.
+    p["qwen3-30b-a3b"] = ModelConfig(
+        name="qwen3-30b-a3b", model_type="qwen3_moe", hidden_size=2048, intermediate_size=6144,
+        num_layers=48, num_heads=32, num_kv_heads=4, head_dim=128, vocab_size=151936,
+        max_position=40960, mlp="gated", norm="rmsnorm", qkv_bias=False, out_bias=False,
+        mlp_bias=False, tie_embeddings=False, learned_positions=False, qk_norm="per_head",
+        n_routed_experts=128, experts_per_token=8, moe_intermediate_size=768,
+        source="qwen2025qwen3_30b_a3b",
+    )
+    p["gpt-oss-20b"] = ModelConfig(
+        name="gpt-oss-20b", model_type="gpt_oss", hidden_size=2880, intermediate_size=2880,
+        num_layers=24, num_heads=64, num_kv_heads=8, head_dim=64, vocab_size=201088,
+        max_position=131072, mlp="gated", norm="rmsnorm", qkv_bias=True, out_bias=True,
+        mlp_bias=False, tie_embeddings=False, learned_positions=False, gate_act="swiglu_clamp",
+        attention_sinks=True, n_routed_experts=32, experts_per_token=4,
+        moe_intermediate_size=2880, expert_bias=True, router_linear_bias=True,
+        sliding_window=128, layer_types=("sliding_attention", "full_attention") * 12,
+        source="openai2025gptoss20b",
+    )
+    p["deepseek-v2-lite"] = ModelConfig(
+        name="deepseek-v2-lite", model_type="deepseek_v2", hidden_size=2048,
+        intermediate_size=10944, num_layers=27, num_heads=16, num_kv_heads=16, head_dim=192,
+        vocab_size=102400, max_position=163840, mlp="gated", norm="rmsnorm", qkv_bias=False,
+        out_bias=False, mlp_bias=False, tie_embeddings=False, learned_positions=False,
+        n_routed_experts=64, n_shared_experts=2, experts_per_token=6, first_k_dense=1,
+        moe_intermediate_size=1408, q_lora_rank=None, kv_lora_rank=512, qk_rope_head_dim=64,
+        qk_nope_head_dim=128, v_head_dim=128, source="deepseek2024v2lite",
+    )
     return p
 
 

@@ -206,6 +206,30 @@ register(
     "8 experts, 2 per token, context 32768",
 )
 register(
+    "qwen2025qwen3_30b_a3b",
+    "Qwen3-30B-A3B: config.json of the official checkpoint (Qwen3 Technical Report, "
+    "arXiv:2505.09388)",
+    "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json",
+    "hidden 2048, 48 layers, 32 heads of 128, 4 KV heads, 128 experts of 768 (top 8), "
+    "q/k RMSNorm per head, vocab 151936, context 40960",
+)
+register(
+    "openai2025gptoss20b",
+    "gpt-oss-20b: config.json of the official checkpoint (gpt-oss-120b & gpt-oss-20b model card, "
+    "arXiv:2508.10925)",
+    "https://huggingface.co/openai/gpt-oss-20b/blob/main/config.json",
+    "hidden 2880, 24 layers alternating 128-token sliding-window and full attention, 64 heads "
+    "of 64, 8 KV heads, attention sinks, 32 experts of 2880 (top 4) with biases, vocab 201088",
+)
+register(
+    "deepseek2024v2lite",
+    "DeepSeek-V2-Lite: config.json of the official checkpoint (DeepSeek-V2 report, "
+    "arXiv:2405.04434)",
+    "https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json",
+    "hidden 2048, 27 layers (first dense), 16 heads, MLA without q-LoRA (kv_lora_rank 512, "
+    "rope 64, nope 128, v 128), 64 routed experts of 1408 (top 6) + 2 shared, vocab 102400",
+)
+register(
     "qwen2024qwen2_7b",
     "Qwen2-7B-Instruct: config.json of the official checkpoint (Qwen2 Technical Report, "
     "arXiv:2407.10671)",
