@@ -50,6 +50,51 @@ def test_notebook_is_saved_executed_and_static(path):
                 assert meta.get("image", {}).get("alt"), f"cell {i}: figure without alt text"
 
 
+# A float written out in a saved output: 0.1234, 1.5e-09, 3.229e+23 (integers and versions are not).
+FLOAT = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+MAX_DIGITS = 12  # tmath.nb.SIG_DIGITS: far more than any page shows, fewer than BLAS kernels agree on
+COMPARED = ("text/plain", "text/html", "text/markdown", "text/latex")
+
+
+def significant_digits(token: str) -> int:
+    mantissa = re.split(r"[eE]", token.lstrip("+-"))[0].replace(".", "")
+    return len(mantissa.strip("0")) or 1  # trailing zeros carry no rounding noise
+
+
+def long_floats(text: str) -> list[str]:
+    return [t for t in FLOAT.findall(text) if significant_digits(t) > MAX_DIGITS]
+
+
+def test_long_float_detector():
+    assert long_floats("x = 0.48908890289692475 and 3.229120290816e+23") == [
+        "0.48908890289692475", "3.229120290816e+23"]
+    assert long_floats("0.489088902897 1.5e-09 2.13.0 v1.2 70553706496 0.000000000001") == []
+    assert significant_digits("0.0012") == 2 and significant_digits("-1.5001e+03") == 5
+    assert significant_digits("416666666667.0") == 12 and significant_digits("1.000000000000") == 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_saved_outputs_hold_no_float_beyond_twelve_digits(path):
+    """A float's last bits depend on the BLAS kernel and thread count: round it before saving.
+
+    Every output nbval compares is scanned: glue records, text/plain, HTML, markdown and
+    LaTeX, and printed text.  Glue through ``tmath.nb.glue`` (it rounds) and print
+    ``tmath.nb.stable(x)`` or a formatted string.
+    """
+    nb = nbformat.read(path, as_version=4)
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or "nbval-ignore-output" in cell.metadata.get("tags", []):
+            continue
+        for out in cell.get("outputs", []):
+            texts = [out.get("text", "")] + [
+                v for k, v in out.get("data", {}).items()
+                if isinstance(v, str) and (k in COMPARED or k.startswith("application/papermill.record/text/"))
+            ]
+            found += [(i, t) for text in texts for t in long_floats(text)]
+    assert not found, f"floats saved with more than {MAX_DIGITS} significant digits (cell, value): {found[:5]}"
+
+
 CODE_OR_MATH = re.compile(r"(`+).*?\1|\$\$.*?\$\$|\$[^$\n]*\$")
 
 
