@@ -497,3 +497,106 @@ def activation_layer_terms(
             continue
         out[name] = expr / t if (split or sequence_parallel) else expr
     return out
+
+
+# --- FLOPs counted from the entries of a product (book/flops) ------------------------
+#
+# A matmul's FLOPs are not typed in: SymPy writes out the entries of the product (and,
+# by differentiating a loss, of its gradients), and the functions below count the
+# multiplications and additions in those entries.  An entry of a product of matrix
+# symbols with symbolic sizes is a ``Sum`` over the contracted index, so its number of
+# terms is a symbol (the inner size); an entry of an explicit ``sp.Matrix`` is a plain
+# sum of products, counted term by term.
+
+
+def entry_ops(entry: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """``(terms, multiplications, additions)`` in one entry of a product.
+
+    ``terms`` is the number of products added up (a ``Sum`` over ``j`` from 0 to
+    ``d_2 - 1`` has ``d_2`` of them); a product of ``n`` factors is ``n - 1``
+    multiplications; adding ``m`` terms is ``m - 1`` additions.  Numeric
+    coefficients are not counted (there are none in a matmul).
+    """
+    if isinstance(entry, sp.Sum):
+        terms, muls, adds = entry_ops(entry.function)
+        count = sp.Integer(1)
+        for _, lo, hi in entry.limits:
+            count *= hi - lo + 1
+        return terms * count, muls * count, adds * count + count - 1
+    if isinstance(entry, sp.Add):
+        parts = [entry_ops(a) for a in entry.args]
+        terms = sum((p[0] for p in parts), sp.Integer(0))
+        muls = sum((p[1] for p in parts), sp.Integer(0))
+        adds = sum((p[2] for p in parts), sp.Integer(0))
+        return terms, muls, adds + len(parts) - 1
+    if isinstance(entry, sp.Mul):
+        factors = [a for a in entry.args if not a.is_number]
+        parts = [entry_ops(a) for a in factors]
+        if any(p[0] != 1 for p in parts):
+            return entry_ops(sp.expand(entry))
+        muls = sum((p[1] for p in parts), sp.Integer(0))
+        return sp.Integer(1), muls + len(factors) - 1, sp.Integer(0)
+    if entry.is_number:
+        raise ValueError(f"entry {entry} is a number: count the entries of a product of matrices")
+    return sp.Integer(1), sp.Integer(0), sp.Integer(0)
+
+
+def product_ops(product: sp.MatrixBase | sp.MatrixExpr) -> dict[str, sp.Expr]:
+    """Operations in all the entries of ``product``: its counts, and its FLOPs.
+
+    ``product`` is an explicit ``sp.Matrix`` (every entry counted) or a matrix
+    expression of matrix symbols with symbolic sizes (one generic entry
+    ``product[i, j]`` counted, times the number of entries).  Returns ``entries``,
+    ``terms`` (per entry), ``muls`` and ``adds`` (over all entries) and ``flops``:
+    one multiply-add, 2 FLOPs, per term, the convention of
+    ``torch.utils.flop_counter.FlopCounterMode`` (it writes 2·d_1·d_2·d_3 for a
+    product that strictly needs d_1·d_3·(2·d_2 − 1) operations).
+    """
+    rows, cols = product.shape
+    if isinstance(product, sp.MatrixBase):
+        counts = [entry_ops(sp.expand(e)) for e in product]
+        terms = {c[0] for c in counts}
+        total_terms = sum((c[0] for c in counts), sp.Integer(0))
+        muls = sum((c[1] for c in counts), sp.Integer(0))
+        adds = sum((c[2] for c in counts), sp.Integer(0))
+        per_entry = terms.pop() if len(terms) == 1 else sp.nan
+    else:
+        i, j = sp.Dummy("i", integer=True), sp.Dummy("j", integer=True)
+        per_entry, m1, a1 = entry_ops(product[i, j])
+        n = rows * cols
+        total_terms, muls, adds = n * per_entry, n * m1, n * a1
+    return {
+        "entries": sp.expand(rows * cols),
+        "terms": sp.expand(per_entry),
+        "muls": sp.expand(muls),
+        "adds": sp.expand(adds),
+        "flops": sp.expand(2 * total_terms),
+    }
+
+
+def matmul_training_products(d_1: sp.Expr, d_2: sp.Expr, d_3: sp.Expr,
+                             ) -> dict[str, sp.MatrixExpr]:
+    """The three products of one training step of ``C = A B``, derived by SymPy.
+
+    ``A`` is ``d_1 x d_2`` (d_1 tokens), ``B`` is ``d_2 x d_3`` (the parameters),
+    ``G = dL/dC`` is the upstream gradient.  A loss whose differential is
+    ``dL = Σ G_ik dC_ik`` is ``L = tr(Gᵀ C)``; SymPy's matrix calculus
+    differentiates it: ``"grad_A"`` is ``dL/dA`` (``G Bᵀ``) and ``"grad_B"`` is
+    ``dL/dB`` (``Aᵀ G``).  ``"forward"`` is ``A B``.
+    """
+    A = sp.MatrixSymbol("A", d_1, d_2)
+    B_ = sp.MatrixSymbol("B", d_2, d_3)
+    G = sp.MatrixSymbol("G", d_1, d_3)
+    loss = sp.trace(G.T * (A * B_))
+    return {"forward": A * B_, "grad_A": sp.diff(loss, A), "grad_B": sp.diff(loss, B_)}
+
+
+def matmul_training_flops(d_1: sp.Expr, d_2: sp.Expr, d_3: sp.Expr) -> dict[str, sp.Expr]:
+    """FLOPs of the forward product and of the two gradients of ``C = A B``, counted.
+
+    ``{"forward", "grad_A", "grad_B", "total"}``: :func:`product_ops` of each of
+    :func:`matmul_training_products`; the total is ``6 d_1 d_2 d_3``.
+    """
+    out = {k: product_ops(v)["flops"] for k, v in matmul_training_products(d_1, d_2, d_3).items()}
+    out["total"] = sp.expand(sum(out.values()))
+    return out
