@@ -255,6 +255,17 @@ def test_phi3_olmo2_gpt_oss_deepseek_v2_readers():
     assert (ds.first_k_dense, ds.n_shared_experts, ds.head_dim) == (1, 2, 192)
 
 
+def test_deepseek_defaults_follow_transformers_config_classes():
+    v3 = {k: v for k, v in _hf("deepseek-v3").items()
+          if k not in ("q_lora_rank", "first_k_dense_replace")}
+    cfg = ModelConfig.from_hf(v3)  # DeepseekV3Config: q_lora_rank 1536, first_k_dense_replace 3
+    assert (cfg.q_lora_rank, cfg.first_k_dense) == (1536, 3)
+    v2 = {k: v for k, v in _hf("deepseek-v2-lite").items()
+          if k not in ("q_lora_rank", "first_k_dense_replace")}
+    cfg = ModelConfig.from_hf(v2)  # DeepseekV2Config: q_lora_rank 1536, first_k_dense_replace 0
+    assert (cfg.q_lora_rank, cfg.first_k_dense) == (1536, 0)
+
+
 def test_mistral_window_default_follows_transformers():
     assert ModelConfig.from_hf({**LLAMA, "model_type": "mistral"}).sliding_window == 4096
     assert ModelConfig.from_hf({**LLAMA, "model_type": "mistral",

@@ -827,7 +827,7 @@ def _read_gpt_oss(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
                 **_window_pattern(d, mt, 128, 2))
 
 
-def _mla_common(d: Mapping[str, Any], mt: str, max_pos: int) -> dict[str, Any]:
+def _mla_common(d: Mapping[str, Any], mt: str, max_pos: int, first_k_dense: int) -> dict[str, Any]:
     nope = _req(d, "qk_nope_head_dim", mt)
     rope = _req(d, "qk_rope_head_dim", mt)
     base = _rope_base(d, mt, max_pos=max_pos)
@@ -837,7 +837,7 @@ def _mla_common(d: Mapping[str, Any], mt: str, max_pos: int) -> dict[str, Any]:
         **base, n_routed_experts=_req(d, "n_routed_experts", mt),
         n_shared_experts=_req(d, "n_shared_experts", mt),
         experts_per_token=_req(d, "num_experts_per_tok", mt),
-        first_k_dense=_get(d, "first_k_dense_replace", 0),
+        first_k_dense=_get(d, "first_k_dense_replace", first_k_dense),
         moe_intermediate_size=_req(d, "moe_intermediate_size", mt),
         q_lora_rank=d["q_lora_rank"] if "q_lora_rank" in d else 1536,
         kv_lora_rank=_req(d, "kv_lora_rank", mt), qk_rope_head_dim=rope, qk_nope_head_dim=nope,
@@ -847,14 +847,14 @@ def _mla_common(d: Mapping[str, Any], mt: str, max_pos: int) -> dict[str, Any]:
 
 def _read_deepseek_v3(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
-    return dict(**_mla_common(d, mt, 4096), **_attn_bias(d), router_bias=True,
+    return dict(**_mla_common(d, mt, 4096, 3), **_attn_bias(d), router_bias=True,
                 num_nextn_predict_layers=d.get("num_nextn_predict_layers") or 0)
 
 
 def _read_deepseek_v2(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
     ab = bool(d.get("attention_bias", False))
-    return dict(**_mla_common(d, mt, 2048), qkv_bias=ab, out_bias=ab,
+    return dict(**_mla_common(d, mt, 2048, 0), qkv_bias=ab, out_bias=ab,
                 mlp_bias=bool(d.get("mlp_bias", False)))
 
 
