@@ -130,3 +130,13 @@ def test_bad_input():
         s.ledger_subs(tmath.preset("llama3-8b"), seq_len=0)
     with pytest.raises(TypeError, match="ModelConfig"):
         s.ledger_subs({"hidden_size": 8})
+
+
+def test_learned_positions_are_n_ctx_rows_not_p():
+    """P is the parameter count (book/notation.md); the position table is n_ctx x D."""
+    g = s.ledger_model("gelu", norm="layernorm", bias=True, tied=True, learned_positions=True)
+    assert g["positions"][0] == s.n_ctx * s.D
+    vals = s.ledger_subs(tmath.preset("gpt2"))
+    assert vals[s.n_ctx] == 1024  # GPT-2's n_positions
+    assert int(g["positions"][0].subs(vals)) == 1024 * 768
+    assert sp.Symbol("P", positive=True, integer=True) not in vals

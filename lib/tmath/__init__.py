@@ -134,6 +134,7 @@ __all__ += [
 ]
 
 # --- the book's one number formatter (tmath.plots is imported on its own: it sets rcParams)
-from tmath import fmt  # noqa: E402
+from tmath import fmt, notation  # noqa: E402
+from tmath.notation import sym, syms  # noqa: E402
 
-__all__ += ["fmt"]
+__all__ += ["fmt", "notation", "sym", "syms"]

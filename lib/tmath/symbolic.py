@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import sympy as sp
 
-#: Model width, FFN width, layers, vocabulary and context length, as symbols.
-d, f, n_layers, vocab, n_ctx = sp.symbols("d F L V n_ctx", positive=True, integer=True)
+from tmath.notation import syms
+
+#: Model width, FFN width, layers, vocabulary and context length (Part I's letters),
+#: from the book's notation registry (:mod:`tmath.notation`).
+d, f, n_layers, vocab, n_ctx = syms("d F L V n_ctx")
 
 
 def gpt_layer_terms(width: sp.Expr = d, ffn: sp.Expr = f) -> dict[str, sp.Expr]:
@@ -58,10 +61,11 @@ def gpt_model_params(
 
 # --- the full ledger of a decoder-only transformer (seed 003, section 3) ------
 #
-# Notation of the ledger chapters: B sequences of T tokens, width D, FFN width F,
-# L layers, N query heads and K key/value heads of width H, vocabulary V, and
-# P learned positions (GPT-2 only).  All are positive integer symbols.
-B, T, D, F, L, N, K, H, V, P = sp.symbols("B T D F L N K H V P", positive=True, integer=True)
+# Notation of the ledger chapters (tmath.notation): B sequences of T tokens, width D,
+# FFN width F, L layers, N query heads and K key/value heads of width H, vocabulary V,
+# and n_ctx learned positions (GPT-2 only; P is the parameter count, never positions).
+# All are positive integer symbols.
+B, T, D, F, L, N, K, H, V = syms("B T D F L N K H V")
 
 #: Components of one decoder layer, in the order the ledger prints them.
 LAYER_COMPONENTS: tuple[str, ...] = ("mlp", "attention_proj", "attention_dot", "norms")
@@ -150,7 +154,7 @@ def ledger_model(
 
     The layer components of :func:`ledger_terms` times ``L``; ``norms`` also
     holds the final norm.  ``embedding`` is the V x D token table (a lookup: no
-    FLOPs), ``positions`` the P x D learned position table (0 unless
+    FLOPs), ``positions`` the n_ctx x D learned position table (0 unless
     ``learned_positions``), ``lm_head`` the D x V unembedding (``DV`` parameters
     unless ``tied`` to the embedding; ``6BTDV`` training FLOPs either way).
 
@@ -165,7 +169,7 @@ def ledger_model(
     final_norm = (2 if norm == "layernorm" else 1) * D
     out: dict[str, tuple[sp.Expr, sp.Expr]] = {
         "embedding": (V * D, sp.Integer(0)),
-        "positions": (P * D if learned_positions else sp.Integer(0), sp.Integer(0)),
+        "positions": (n_ctx * D if learned_positions else sp.Integer(0), sp.Integer(0)),
     }
     for name in ("attention_proj", "attention_dot", "mlp"):
         p, f = layer[name]
@@ -186,7 +190,7 @@ def ledger_totals(ledger: dict[str, tuple[sp.Expr, sp.Expr]]) -> tuple[sp.Expr, 
 def ledger_subs(cfg: object, seq_len: int = 1, batch: int = 1) -> dict[sp.Symbol, int]:
     """Values of the ledger symbols for a dense, non-MLA ``tmath.ModelConfig``.
 
-    ``{B: batch, T: seq_len, D, F, L, N, K, H, V, P}`` (P = ``max_position``).
+    ``{B: batch, T: seq_len, D, F, L, N, K, H, V, n_ctx}`` (n_ctx = ``max_position``).
     MoE and MLA configs raise ``ValueError``: this ledger has no experts or latents.
     """
     from tmath.config import ModelConfig
@@ -204,7 +208,7 @@ def ledger_subs(cfg: object, seq_len: int = 1, batch: int = 1) -> dict[sp.Symbol
     return {
         B: batch, T: seq_len, D: cfg.hidden_size, F: cfg.intermediate_size, L: cfg.num_layers,
         N: cfg.num_heads, K: cfg.num_kv_heads, H: cfg.head_dim, V: cfg.vocab_size,
-        P: cfg.max_position,
+        n_ctx: cfg.max_position,
     }
 
 
@@ -255,7 +259,7 @@ def crossover_expr(
 
 # --- multi-head attention as block matrices (book/gpt3/multihead) -----------------------
 # n tokens, model width, head width, output width: symbols for the block-matrix identities.
-n_tok, d_head, d_out = sp.symbols("n d_head d_out", positive=True, integer=True)
+n_tok, d_head, d_out = syms("n d_head d_out")
 
 
 def _check_h(h: int) -> int:
