@@ -1,0 +1,255 @@
+"""Diagrams the book draws itself: boxes and arrows in matplotlib, Chinese labels.
+
+One public function per diagram (it returns the :class:`matplotlib.figure.Figure`);
+the box, circle and arrow helpers at the top are shared by all of them, so every
+diagram has the same look.  Coordinates are in data units of an axes with the
+frame switched off (``ax.set_axis_off()``), x to the right, y upwards.
+
+Diagrams:
+
+- :func:`gpt_block`: the pre-LN GPT block of GPT-2/GPT-3 (the source's own flow
+  chart): LN -> Q, K, V -> heads -> concat -> W^O -> (+) -> LN -> W_1 -> GELU ->
+  W_2 -> (+), with both residual connections.
+
+Usage in a chapter::
+
+    import tmath.plots  # noqa: F401  (Chinese font, 150 dpi)
+    from tmath import diagrams
+
+    fig = diagrams.gpt_block(tmath.preset("gpt3-175b"))
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+import tmath.plots  # noqa: F401  (Chinese font, 150 dpi)
+
+__all__ = ["COLORS", "gpt_block"]
+
+#: Fill colours by role, shared by every diagram.
+COLORS: dict[str, str] = {
+    "io": "#eeeeee",  # inputs and outputs of a block
+    "norm": "#fde2c4",  # LayerNorm / RMSNorm
+    "matmul": "#cfe2f3",  # a product with a weight matrix
+    "attention": "#d9ead3",  # the attention core (scores, softmax, weighted sum)
+    "elementwise": "#ead1dc",  # GELU, concat and other shape-only or element-wise steps
+    "residual": "#ffffff",
+}
+_EDGE = "#333333"
+_RESIDUAL_LINE = "#c0504d"
+
+
+# --- shared helpers ------------------------------------------------------------------
+
+
+def _box(
+    ax: Any,
+    x: float,
+    y: float,
+    w: float,
+    h: float,
+    text: str,
+    role: str = "matmul",
+    fontsize: float = 9,
+) -> tuple[float, float, float, float]:
+    """A rounded box centred at (x, y) of size w x h with ``text``; returns its bounds."""
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle="round,pad=0,rounding_size=0.08",
+            facecolor=COLORS[role],
+            edgecolor=_EDGE,
+            linewidth=1.0,
+        )
+    )
+    _lines(ax, x, y, text, ha="center", fontsize=fontsize)
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def _lines(
+    ax: Any, x: float, y: float, text: str, ha: str = "left", fontsize: float = 8,
+    color: str = "black", **kwargs: Any,
+) -> None:
+    """Multi-line text centred vertically at (x, y), one ``ax.annotate`` per line.
+
+    Each line is set on its own, so a line with mathtext (``$W^O$``) and a line with
+    Chinese can share a label: matplotlib parses a whole string as mathtext once it
+    holds a ``$``, and mathtext has no fallback to the CJK font.
+    """
+    lines = text.split("\n")
+    step = 1.3 * fontsize  # points between baselines
+    for i, line in enumerate(lines):
+        if "$" in line and re.search(r"[\u3000-\u9fff\uff00-\uffef]", line):
+            raise ValueError(f"a diagram line mixes mathtext and Chinese: {line!r}")
+        dy = ((len(lines) - 1) / 2 - i) * step
+        ax.annotate(line, (x, y), xytext=(0, dy), textcoords="offset points", ha=ha,
+                    va="center", fontsize=fontsize, color=color, **kwargs)
+
+
+def _plus(ax: Any, x: float, y: float, r: float = 0.17) -> None:
+    """The residual addition: a circle with a plus sign, centred at (x, y)."""
+    ax.add_patch(Circle((x, y), r, facecolor=COLORS["residual"], edgecolor=_EDGE, lw=1.0))
+    ax.plot([x - 0.6 * r, x + 0.6 * r], [y, y], color=_EDGE, lw=1.0)
+    ax.plot([x, x], [y - 0.6 * r, y + 0.6 * r], color=_EDGE, lw=1.0)
+
+
+def _arrow(
+    ax: Any,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    color: str = _EDGE,
+    lw: float = 1.0,
+) -> None:
+    """A straight arrow from ``start`` to ``end``."""
+    ax.add_patch(
+        FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=10, color=color, lw=lw,
+                        shrinkA=0, shrinkB=0)
+    )
+
+
+def _polyline_arrow(
+    ax: Any, points: list[tuple[float, float]], color: str = _EDGE, lw: float = 1.0
+) -> None:
+    """Straight segments through ``points``, with an arrow head on the last one."""
+    for a, b in zip(points[:-2], points[1:-1], strict=True):
+        ax.plot([a[0], b[0]], [a[1], b[1]], color=color, lw=lw, solid_capstyle="butt")
+    _arrow(ax, points[-2], points[-1], color=color, lw=lw)
+
+
+def _note(ax: Any, x: float, y: float, text: str, fontsize: float = 8) -> None:
+    """A grey annotation, left-aligned at (x, y) (tensor shapes, parameter counts)."""
+    _lines(ax, x, y, text, ha="left", fontsize=fontsize, color="#555555")
+
+
+def _canvas(width: float, height: float, xlim: tuple[float, float], ylim: tuple[float, float]):
+    fig, ax = plt.subplots(figsize=(width, height))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    return fig, ax
+
+
+# --- diagrams --------------------------------------------------------------------------
+
+
+def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
+    """The pre-LN GPT block (GPT-2/GPT-3), drawn bottom to top, with both residuals.
+
+    ``cfg`` (a :class:`tmath.ModelConfig` of the GPT-2 layout; default: GPT-3 175B)
+    sets the shapes written beside each step: ``[seq, d]`` with ``seq`` the number of
+    tokens (``"1"`` for one token, as the source traces it).  Returns the figure.
+    """
+    if cfg is None:
+        from tmath import preset
+
+        cfg = preset("gpt3-175b")
+    d, h, dh, f = cfg.hidden_size, cfg.num_heads, cfg.head_dim, cfg.intermediate_size
+    if h * dh != d:
+        raise ValueError(
+            f"gpt_block draws the GPT layout with num_heads x head_dim = hidden_size; "
+            f"got {h} x {dh} != {d}"
+        )
+
+    def shape(*dims: int | str) -> str:
+        return "[" + ", ".join(f"{x:,}" if isinstance(x, int) else x for x in dims) + "]"
+
+    fig, ax = _canvas(6.6, 9.6, (-1.9, 6.9), (-0.55, 12.8))
+    cx, bw, bh = 2.0, 2.6, 0.5  # main column: centre x, box width, box height
+    note_x = 4.05  # shapes and parameter counts, right of the column
+    res_x = -0.75  # residual path, left of the column
+
+    # bottom to top
+    y_in, y_ln1, y_qkv, y_att, y_cat, y_o, y_add1 = 0.0, 1.15, 2.35, 3.75, 5.05, 6.05, 7.05
+    y_ln2, y_w1, y_gelu, y_w2, y_add2, y_out = 7.95, 8.95, 9.85, 10.75, 11.55, 12.1
+
+    _box(ax, cx, y_in, bw, bh, "输入 x（来自上一层）", role="io")
+    _note(ax, note_x, y_in, shape(seq, d))
+    _arrow(ax, (cx, y_in + bh / 2), (cx, y_ln1 - bh / 2))
+
+    _box(ax, cx, y_ln1, bw, bh, "LayerNorm", role="norm")
+    _note(ax, note_x, y_ln1, shape(seq, d) + "，参数 γ, β")
+
+    # Q, K, V: three boxes side by side
+    qkv_w = 0.95
+    for dx, name in ((-1.0, "Q"), (0.0, "K"), (1.0, "V")):
+        _arrow(ax, (cx, y_ln1 + bh / 2), (cx + dx, y_qkv - bh / 2))
+        _box(ax, cx + dx, y_qkv, qkv_w, bh, f"× $W^{name}$", role="matmul")
+        _arrow(ax, (cx + dx, y_qkv + bh / 2), (cx + dx, y_att - 0.45))
+    _note(ax, note_x, y_qkv, f"各 {shape(seq, d)}\n拆成 {h} 个头，每头 {shape(seq, dh)}")
+
+    # the attention core of h heads
+    _box(
+        ax, cx, y_att, bw + 0.3, 0.9,
+        f"{h} 个头并行：\nsoftmax(q·kᵀ / √{dh}) · v", role="attention",
+    )
+    _note(ax, note_x, y_att, f"每头 {shape(seq, dh)}\n（因果：只看已有的 token）")
+    _arrow(ax, (cx, y_att + 0.45), (cx, y_cat - bh / 2))
+
+    _box(ax, cx, y_cat, bw, bh, "拼接（concat）", role="elementwise")
+    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
+    _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
+
+    _box(ax, cx, y_o, bw, bh, "× $W^O$", role="matmul")
+    _note(ax, note_x, y_o, f"$W^O$: {shape(d, d)}")
+    _arrow(ax, (cx, y_o + bh / 2), (cx, y_add1 - 0.17))
+    _plus(ax, cx, y_add1)
+    _note(ax, note_x, y_add1, "残差连接：x + 注意力输出")
+
+    _arrow(ax, (cx, y_add1 + 0.17), (cx, y_ln2 - bh / 2))
+    _box(ax, cx, y_ln2, bw, bh, "LayerNorm", role="norm")
+    _note(ax, note_x, y_ln2, shape(seq, d) + "，参数 γ, β")
+    _arrow(ax, (cx, y_ln2 + bh / 2), (cx, y_w1 - bh / 2))
+
+    _box(ax, cx, y_w1, bw, bh, "× $W_1$", role="matmul")
+    _note(ax, note_x, y_w1, f"$W_1$: {shape(d, f)}\n升维 → {shape(seq, f)}")
+    _arrow(ax, (cx, y_w1 + bh / 2), (cx, y_gelu - bh / 2))
+
+    _box(ax, cx, y_gelu, bw, bh, "GELU（逐元素）", role="elementwise")
+    _note(ax, note_x, y_gelu, f"形状不变 {shape(seq, f)}")
+    _arrow(ax, (cx, y_gelu + bh / 2), (cx, y_w2 - bh / 2))
+
+    _box(ax, cx, y_w2, bw, bh, "× $W_2$", role="matmul")
+    _note(ax, note_x, y_w2, f"$W_2$: {shape(f, d)}\n降维 → {shape(seq, d)}")
+    _arrow(ax, (cx, y_w2 + bh / 2), (cx, y_add2 - 0.17))
+    _plus(ax, cx, y_add2)
+    _note(ax, note_x, y_add2, "残差连接：+ 前馈网络输出")
+    _arrow(ax, (cx, y_add2 + 0.17), (cx, y_out + 0.2))
+    ax.text(cx, y_out + 0.25, "输出（送往下一层）", ha="center", va="bottom", fontsize=9)
+
+    # residual paths: branch off below each LayerNorm, rejoin at the (+)
+    y_branch1 = (y_in + y_ln1) / 2 - 0.05
+    ax.plot([cx], [y_branch1], "o", color=_RESIDUAL_LINE, ms=3)
+    _polyline_arrow(
+        ax, [(cx, y_branch1), (res_x, y_branch1), (res_x, y_add1), (cx - 0.17, y_add1)],
+        color=_RESIDUAL_LINE, lw=1.4,
+    )
+    y_branch2 = (y_add1 + y_ln2) / 2 - 0.05
+    ax.plot([cx], [y_branch2], "o", color=_RESIDUAL_LINE, ms=3)
+    _polyline_arrow(
+        ax, [(cx, y_branch2), (res_x, y_branch2), (res_x, y_add2), (cx - 0.17, y_add2)],
+        color=_RESIDUAL_LINE, lw=1.4,
+    )
+    ax.text(res_x - 0.1, (y_branch1 + y_add1) / 2, "残差\n（原样\n绕过）", ha="right",
+            va="center", fontsize=8, color=_RESIDUAL_LINE)
+    ax.text(res_x - 0.1, (y_branch2 + y_add2) / 2, "残差\n（原样\n绕过）", ha="right",
+            va="center", fontsize=8, color=_RESIDUAL_LINE)
+
+    # the two sub-layers, bracketed on the far right
+    for y0, y1, text in ((y_ln1 - 0.3, y_add1 + 0.2, "注意力子层"),
+                         (y_ln2 - 0.3, y_add2 + 0.2, "前馈子层（FFN）")):
+        ax.plot([6.55, 6.65, 6.65, 6.55], [y0, y0, y1, y1], color="#888888", lw=1.0)
+        ax.text(6.75, (y0 + y1) / 2, text, rotation=90, ha="left", va="center", fontsize=9,
+                color="#555555")
+    ax.set_title(
+        f"GPT 的一层（前置 LayerNorm；{cfg.name} 共 {cfg.num_layers} 层）", fontsize=11
+    )
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,50 @@
+"""The book's own diagrams (tmath.diagrams): they draw, in Chinese, from the config."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import tmath  # noqa: E402
+from tmath import diagrams  # noqa: E402
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts] + [fig.axes[0].get_title()]
+
+
+def test_gpt_block_labels_every_step_in_order_with_the_configs_shapes():
+    fig = diagrams.gpt_block(tmath.preset("gpt3-175b"))
+    texts = _texts(fig)
+    plt.close(fig)
+    steps = ["LayerNorm", "× $W^Q$", "96 个头并行：", "拼接（concat）", "× $W^O$",
+             "LayerNorm", "× $W_1$", "GELU（逐元素）", "× $W_2$"]
+    pos = -1
+    for step in steps:  # the source's flow chart, bottom to top
+        pos = texts.index(step, pos + 1)
+    assert "[1, 12,288]" in texts and "$W_1$: [12,288, 49,152]" in texts
+    assert sum("残差连接" in t for t in texts) == 2  # both residual additions
+
+
+def test_gpt_block_follows_the_config():
+    fig = diagrams.gpt_block(tmath.preset("gpt3-125m"), seq="T")
+    texts = _texts(fig)
+    plt.close(fig)
+    assert "12 个头并行：" in texts and "[T, 768]" in texts
+
+
+def test_gpt_block_refuses_a_layout_it_cannot_draw_and_mixed_mathtext():
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(hidden_size=12288, num_heads=96, head_dim=64,
+                          intermediate_size=49152, name="x", num_layers=1)
+    with pytest.raises(ValueError, match="96 x 64 != 12288"):
+        diagrams.gpt_block(cfg)
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="mixes mathtext and Chinese"):
+        diagrams._lines(ax, 0, 0, "$W_1$：升维")
+    plt.close(fig)
