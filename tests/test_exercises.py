@@ -1,6 +1,7 @@
 """tmath.check: right answers pass, wrong ones fail, the key is never shown, bad input is refused."""
 
 import math
+import re
 
 import pytest
 
@@ -27,14 +28,14 @@ def test_tolerance_is_stated():
 
 @pytest.mark.parametrize("bad", ["12", None, [1, 2]])
 def test_non_numbers_are_refused(bad):
-    with pytest.raises(TypeError, match="answer must be a number"):
+    with pytest.raises(TypeError, match="答案必须是一个数"):
         tmath.check(bad, "ex-tour-1")
 
 
 def test_unknown_label_names_the_fix():
-    with pytest.raises(ValueError, match="no answer key for exercise 'ex-nope'"):
+    with pytest.raises(ValueError, match="没有练习 'ex-nope' 的答案"):
         tmath.check(1.0, "ex-nope")
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="有限"):
         tmath.check(float("nan"), "ex-tour-1")
 
 
@@ -67,3 +68,36 @@ def test_every_check_hint_in_the_book_has_a_key():
         hinted |= set(re.findall(r'tmath\.check\([^,()]+, \\?"(ex-[\w./-]+)\\?"\)', text))
     missing = sorted(hinted - set(labels()))
     assert hinted and not missing, f"exercises that point to tmath.check but have no key: {missing}"
+
+
+def test_verdicts_state_units_in_chinese():
+    # an exact count with a measure word, and a percentage with no space before %
+    assert "绝对误差 ≤ 0.5 条序列" in repr(tmath.check(0, "ex-llama3-70b-1"))
+    assert "绝对误差 ≤ 0.05%" in repr(tmath.check(0, "ex-tour-1/share"))
+    assert "绝对误差 ≤ 0.5 个参数" in repr(tmath.check(0, "ex-tour-1"))
+
+
+def test_every_unit_a_reader_sees_is_chinese_or_a_symbol():
+    from tmath.exercises import _KEYS, unit_is_readable
+
+    labels()
+    english = {k: key.unit for k, key in _KEYS.items() if not unit_is_readable(key.unit)}
+    assert not english, f"units in English: {english}"
+
+
+@pytest.mark.parametrize(
+    ("unit", "ok"),
+    [("sequences", False), ("tokens", False), ("FLOPs per token", False), ("GPUs", False),
+     ("条序列", True), ("个 token", True), ("GB", True), ("ms", True), ("%", True), ("", True)],
+)
+def test_unit_is_readable(unit, ok):
+    from tmath.exercises import unit_is_readable
+
+    assert unit_is_readable(unit) is ok
+
+
+def test_verdict_words_are_chinese():
+    result = tmath.check(1, "ex-tour-1")
+    text = repr(result)
+    assert text.startswith("ex-tour-1：✗ 还不对（容差：")
+    assert not re.search(r"[A-Za-z]{3,}", text.replace("ex-tour-1", ""))

@@ -11,8 +11,29 @@ registry to the notebooks (nbval re-runs those asserts).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+#: Units written as symbols (SI, bytes, FLOPs, and the book's letters); every other
+#: unit a reader sees in a verdict is Chinese (``个 token``, ``条序列``, ``天`` ...).
+UNIT_SYMBOLS: frozenset[str] = frozenset({
+    "%", "B", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "ms", "s", "kWh", "MWh",
+    "FLOP", "FLOPs", "GFLOP", "FLOP/s", "FLOP/字节", "FLOPs/token", "t CO₂e", "kg CO₂e/kWh", "D",
+})
+
+
+def unit_is_readable(unit: str) -> bool:
+    """Whether ``unit`` may be shown to a reader: empty, a symbol of :data:`UNIT_SYMBOLS`,
+    or Chinese (a measure word such as ``个``, with an English term such as token allowed)."""
+    return not unit or unit in UNIT_SYMBOLS or bool(re.search(r"[\u4e00-\u9fff]", unit))
+
+
+def _with_unit(number: str, unit: str) -> str:
+    """``"0.5 个 token"``, ``"0.05%"``: a space before a unit, none before ``%``."""
+    if not unit:
+        return number
+    return number + unit if unit == "%" else f"{number} {unit}"
 
 
 @dataclass(frozen=True)
@@ -28,7 +49,7 @@ class AnswerKey:
         if self.rel_tol:
             parts.append(f"相对误差 ≤ {self.rel_tol:.2%}")
         if self.abs_tol:
-            parts.append(f"绝对误差 ≤ {self.abs_tol:g}{(' ' + self.unit) if self.unit else ''}")
+            parts.append(f"绝对误差 ≤ {_with_unit(f'{self.abs_tol:g}', self.unit)}")
         return " 或 ".join(parts)
 
 
@@ -54,11 +75,13 @@ _KEYS: dict[str, AnswerKey] = {}
 def answer(label: str, *, rel_tol: float = 1e-3, abs_tol: float = 0.0, unit: str = ""):
     """Register the function below as the answer key of exercise ``label``."""
     if rel_tol < 0 or abs_tol < 0 or (rel_tol == 0 and abs_tol == 0):
-        raise ValueError(f"{label}: give a positive rel_tol or abs_tol (got {rel_tol}, {abs_tol})")
+        raise ValueError(
+            f"{label}：rel_tol 或 abs_tol 至少有一个要大于 0（现在是 {rel_tol}、{abs_tol}）"
+        )
 
     def register(fn: Callable[[], float]) -> Callable[[], float]:
         if label in _KEYS:
-            raise ValueError(f"answer key {label!r} registered twice")
+            raise ValueError(f"练习 {label!r} 的答案登记了两次")
         _KEYS[label] = AnswerKey(label, fn, rel_tol, abs_tol, unit)
         return fn
 
@@ -80,14 +103,14 @@ def check(value, label: str) -> CheckResult:
     _load()
     if not isinstance(label, str) or label not in _KEYS:
         raise ValueError(
-            f"no answer key for exercise {label!r}; use one of the labels shown next to the "
-            f"exercise, e.g. {', '.join(sorted(_KEYS)[:3])}"
+            f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
+            f"{'、'.join(sorted(_KEYS)[:3])}"
         )
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"answer must be a number (int or float), got {type(value).__name__}")
+        raise TypeError(f"答案必须是一个数（int 或 float），收到的是 {type(value).__name__}")
     x = float(value)
     if not math.isfinite(x):
-        raise ValueError(f"answer must be a finite number, got {value!r}")
+        raise ValueError(f"答案必须是有限的数，收到的是 {value!r}")
     key = _KEYS[label]
     expected = float(key.compute())
     ok = math.isclose(x, expected, rel_tol=key.rel_tol, abs_tol=key.abs_tol)

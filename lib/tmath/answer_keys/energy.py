@@ -26,7 +26,7 @@ def _energy_1() -> float:
     return _llama3_8b_1t_chain("H100").mwh
 
 
-@answer("ex-energy-1/co2", rel_tol=0.01, unit="tCO2e")
+@answer("ex-energy-1/co2", rel_tol=0.01, unit="t CO₂e")
 def _energy_1_co2() -> float:
     return _llama3_8b_1t_chain("H100").tco2
 
@@ -55,7 +55,7 @@ def _energy_3() -> float:
     return 100 * _llama31_70b()[0]
 
 
-@answer("ex-energy-3/grid", rel_tol=0.01, unit="kgCO2e/kWh")
+@answer("ex-energy-3/grid", rel_tol=0.01, unit="kg CO₂e/kWh")
 def _energy_3_grid() -> float:
     # 2,040 tCO2e from the Llama 3.1 model card over the IT energy at TDP.
     return 2040e3 / _llama31_70b()[1]
@@ -70,12 +70,12 @@ def _deepseek_v3_tco2(grid_kgco2_per_kwh: float) -> float:
     return kwh * grid_kgco2_per_kwh / 1e3
 
 
-@answer("ex-energy-4", rel_tol=0.01, unit="tCO2e")
+@answer("ex-energy-4", rel_tol=0.01, unit="t CO₂e")
 def _energy_4() -> float:
     return _deepseek_v3_tco2(0.05)
 
 
-@answer("ex-energy-4/high", rel_tol=0.01, unit="tCO2e")
+@answer("ex-energy-4/high", rel_tol=0.01, unit="t CO₂e")
 def _energy_4_high() -> float:
     return _deepseek_v3_tco2(0.6)
 

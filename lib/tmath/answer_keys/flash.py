@@ -38,7 +38,7 @@ def _naive_2_all() -> float:
     return layers * attention_memory_bytes(B=1, T=8192, S=8192, N=64, dtype_bytes=2) / 2**30
 
 
-@answer("ex-flash-naive-3", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-flash-naive-3", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _naive_3() -> float:
     from tmath import attention_memory_bytes, get_hardware
 
@@ -142,7 +142,7 @@ def _measure_1() -> float:
     return 3 * attention_memory_bytes(B=1, T=2048, S=2048, N=1, dtype_bytes=8) / 2**20
 
 
-@answer("ex-flash-measure-3", rel_tol=0.001, unit="tokens")
+@answer("ex-flash-measure-3", rel_tol=0.001, unit="个 token")
 def _measure_3() -> float:
     from tmath import attention_memory_bytes
 

@@ -28,12 +28,12 @@ def _units_1_flops() -> float:
     return _llama70b_down().flops
 
 
-@answer("ex-units-1/bytes", rel_tol=0.01, unit="bytes")
+@answer("ex-units-1/bytes", rel_tol=0.01, unit="字节")
 def _units_1_bytes() -> float:
     return _llama70b_down().bytes
 
 
-@answer("ex-units-1/intensity", rel_tol=0.01, unit="FLOP/byte")
+@answer("ex-units-1/intensity", rel_tol=0.01, unit="FLOP/字节")
 def _units_1_intensity() -> float:
     return _llama70b_down().intensity
 
@@ -64,7 +64,7 @@ def _units_4() -> float:
     return einsum_flops("bij,bjk->bik", (8, 64, 64), (8, 64, 64))
 
 
-@answer("ex-units-5", rel_tol=0, abs_tol=0.5, unit="sequences")
+@answer("ex-units-5", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _units_5() -> float:
     from tmath import get_hardware, preset, roofline
 
@@ -137,12 +137,12 @@ def _llama70b_days(mfu: float | None) -> float:
     return roofline.gpu_hours(flops, peak, mfu) / 6400 / 24
 
 
-@answer("ex-sixpt-4/mfu40", rel_tol=0.01, unit="days")
+@answer("ex-sixpt-4/mfu40", rel_tol=0.01, unit="天")
 def _sixpt_4_mfu40() -> float:
     return _llama70b_days(0.40)
 
 
-@answer("ex-sixpt-4/card", rel_tol=0.01, unit="days")
+@answer("ex-sixpt-4/card", rel_tol=0.01, unit="天")
 def _sixpt_4_card() -> float:
     return _llama70b_days(None)
 
@@ -158,7 +158,7 @@ def _sixpt_5() -> float:
 # -------------------------------------------------------------- when-6pt-fails
 
 
-@answer("ex-fails-1", rel_tol=0, abs_tol=1, unit="tokens")
+@answer("ex-fails-1", rel_tol=0, abs_tol=1, unit="个 token")
 def _fails_1() -> float:
     # Exact per-sequence FLOPs p T + q T^2; 6 N T underestimates by 10% when 6 N T = 0.9 (p T + q T^2).
     from tmath import count_params, preset, sweep

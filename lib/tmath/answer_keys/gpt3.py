@@ -14,7 +14,7 @@ from tmath.exercises import answer
 # ---------------------------------------------------------------- architecture
 
 
-@answer("ex-arch-1/layer", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-arch-1/layer", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _arch_1_layer() -> float:
     from tmath import preset, symbolic
 
@@ -38,7 +38,7 @@ def _arch_3_gb() -> float:
     return 2 * count_params(preset("gpt3-175b")).total / 1e9
 
 
-@answer("ex-arch-3/gpus", rel_tol=0, abs_tol=0.5, unit="GPUs")
+@answer("ex-arch-3/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
 def _arch_3_gpus() -> float:
     from tmath import count_params, get_hardware, preset
 
@@ -67,7 +67,7 @@ def _arch_4_selective() -> float:
     return _arch_4("selective")
 
 
-@answer("ex-arch-5", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-arch-5", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _arch_5() -> float:
     from tmath import preset
 
@@ -77,7 +77,7 @@ def _arch_5() -> float:
 # --------------------------------------------------------------------- forward
 
 
-@answer("ex-fwd-1/elements", rel_tol=0, abs_tol=0.5, unit="elements")
+@answer("ex-fwd-1/elements", rel_tol=0, abs_tol=0.5, unit="个元素")
 def _fwd_1_elements() -> float:
     from tmath import gpt, preset
 
@@ -106,7 +106,7 @@ def _fwd_3_gap() -> float:
     return math.log(preset("gpt3-175b").vocab_size - 1)
 
 
-@answer("ex-fwd-4/extra", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-fwd-4/extra", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _fwd_4_extra() -> float:
     from tmath import count_params, preset
 
@@ -124,14 +124,14 @@ def _fwd_4_share() -> float:
 # ------------------------------------------------------------------- multihead
 
 
-@answer("ex-mh-1/head-dim", rel_tol=0, abs_tol=0.5, unit="dimensions")
+@answer("ex-mh-1/head-dim", rel_tol=0, abs_tol=0.5, unit="维")
 def _mh_1_head_dim() -> float:
     from tmath import preset
 
     return preset("gpt3-2.7b").head_dim
 
 
-@answer("ex-mh-1/per-head", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-mh-1/per-head", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _mh_1_per_head() -> float:
     from tmath import preset
 
@@ -139,7 +139,7 @@ def _mh_1_per_head() -> float:
     return c.hidden_size * c.head_dim
 
 
-@answer("ex-mh-1/all", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-mh-1/all", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _mh_1_all() -> float:
     from tmath import preset
 

@@ -13,7 +13,7 @@ from tmath.exercises import answer
 # --- book/ledger/full-ledger -------------------------------------------------------------
 
 
-@answer("ex-full-ledger-1/mlp", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-full-ledger-1/mlp", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _full_ledger_1_mlp() -> float:
     """Gated-MLP parameters of one Llama 3 8B layer."""
     from tmath import count_params, preset
@@ -22,7 +22,7 @@ def _full_ledger_1_mlp() -> float:
     return count_params(cfg).breakdown["mlp"] / cfg.num_layers
 
 
-@answer("ex-full-ledger-1/attn", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-full-ledger-1/attn", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _full_ledger_1_attn() -> float:
     """Q/K/V/O projection parameters of one Llama 3 8B layer."""
     from tmath import count_params, preset
@@ -31,7 +31,7 @@ def _full_ledger_1_attn() -> float:
     return count_params(cfg).breakdown["attention"] / cfg.num_layers
 
 
-@answer("ex-full-ledger-1/norms", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-full-ledger-1/norms", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _full_ledger_1_norms() -> float:
     """RMSNorm weights of one Llama 3 8B layer (two norms of width D; final norm excluded)."""
     from tmath import preset
@@ -48,7 +48,7 @@ def _full_ledger_1_share() -> float:
     return 100 * p.breakdown["mlp"] / p.total
 
 
-@answer("ex-full-ledger-3", rel_tol=0.01, unit="parameters")
+@answer("ex-full-ledger-3", rel_tol=0.01, unit="个参数")
 def _full_ledger_3() -> float:
     """Parameters Llama 3 70B saves going from GQA (K=8) to MQA (K=1), whole model."""
     from tmath import count_params, preset
@@ -57,7 +57,7 @@ def _full_ledger_3() -> float:
     return count_params(cfg).total - count_params(cfg.replace(num_kv_heads=1)).total
 
 
-@answer("ex-full-ledger-4", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-full-ledger-4", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _full_ledger_4() -> float:
     """Q/K/V bias parameters of Qwen2-7B: L (N + 2K) H."""
     from tmath import preset
@@ -69,7 +69,7 @@ def _full_ledger_4() -> float:
     return int(with_bias - S.ledger_model("gated")["attention_proj"][0].subs(vals))
 
 
-@answer("ex-full-ledger-5/params", rel_tol=0.01, unit="parameters")
+@answer("ex-full-ledger-5/params", rel_tol=0.01, unit="个参数")
 def _full_ledger_5_params() -> float:
     """Parameters Llama 3 70B loses when its gated MLP becomes a two-matrix MLP with F = 4D."""
     from tmath import preset
@@ -79,7 +79,7 @@ def _full_ledger_5_params() -> float:
     return cfg.num_layers * (3 * d * cfg.intermediate_size - 2 * d * (4 * d))
 
 
-@answer("ex-full-ledger-5/flops", rel_tol=0.01, unit="FLOPs per token")
+@answer("ex-full-ledger-5/flops", rel_tol=0.01, unit="FLOPs/token")
 def _full_ledger_5_flops() -> float:
     """Training FLOPs per token saved by the same change (MLP matmuls, forward + backward)."""
     from tmath import preset
@@ -96,7 +96,7 @@ def _full_ledger_5_flops() -> float:
 # --- book/ledger/crossover ---------------------------------------------------------------
 
 
-@answer("ex-crossover-1", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-crossover-1", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _crossover_1() -> float:
     from tmath import attention_crossover, preset
 
@@ -111,14 +111,14 @@ def _crossover_1_over_d() -> float:
     return float(attention_crossover(cfg)) / cfg.hidden_size
 
 
-@answer("ex-crossover-3/mqa", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-crossover-3/mqa", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _crossover_3_mqa() -> float:
     from tmath import attention_crossover, preset
 
     return float(attention_crossover(preset("llama3-70b").replace(num_kv_heads=1)))
 
 
-@answer("ex-crossover-3/mha", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-crossover-3/mha", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _crossover_3_mha() -> float:
     from tmath import attention_crossover, preset
 
@@ -161,7 +161,7 @@ def _crossover_5_err() -> float:
 # --- book/ledger/llama3-70b --------------------------------------------------------------
 
 
-@answer("ex-llama3-70b-1", rel_tol=0, abs_tol=0.5, unit="sequences")
+@answer("ex-llama3-70b-1", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _llama3_70b_1() -> float:
     from tmath import concurrency, preset
 
@@ -169,7 +169,7 @@ def _llama3_70b_1() -> float:
                        weight_dtype="fp8", kv_dtype="fp8").sequences
 
 
-@answer("ex-llama3-70b-2/seqs", rel_tol=0, abs_tol=0.5, unit="sequences")
+@answer("ex-llama3-70b-2/seqs", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _llama3_70b_2_seqs() -> float:
     from tmath import concurrency, preset
 
@@ -183,14 +183,14 @@ def _llama3_70b_2_ms() -> float:
     return decode_bound(preset("llama3-70b"), "H200", tp=8).seconds * 1e3
 
 
-@answer("ex-llama3-70b-3", rel_tol=0, abs_tol=0.5, unit="sequences")
+@answer("ex-llama3-70b-3", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _llama3_70b_3() -> float:
     from tmath import concurrency, preset
 
     return concurrency(preset("llama3-70b"), "H100", tp=4, context_len=8192).sequences
 
 
-@answer("ex-llama3-70b-4/heads", rel_tol=0, abs_tol=0.5, unit="KV heads")
+@answer("ex-llama3-70b-4/heads", rel_tol=0, abs_tol=0.5, unit="个 KV 头")
 def _llama3_70b_4_heads() -> float:
     import math
 
@@ -199,7 +199,7 @@ def _llama3_70b_4_heads() -> float:
     return math.ceil(preset("llama3-70b").num_kv_heads / 16)
 
 
-@answer("ex-llama3-70b-4/bytes", rel_tol=0, abs_tol=0.5, unit="bytes")
+@answer("ex-llama3-70b-4/bytes", rel_tol=0, abs_tol=0.5, unit="字节")
 def _llama3_70b_4_bytes() -> float:
     from tmath import kv_cache_bytes_per_token, preset
     from tmath.serving import kv_bytes_per_token_per_gpu
@@ -208,7 +208,7 @@ def _llama3_70b_4_bytes() -> float:
     return kv_bytes_per_token_per_gpu(kv_cache_bytes_per_token(cfg, dtype="bf16"), cfg.num_kv_heads, 16)
 
 
-@answer("ex-llama3-70b-5", rel_tol=0, abs_tol=0.5, unit="sequences")
+@answer("ex-llama3-70b-5", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _llama3_70b_5() -> float:
     from tmath import concurrency, preset
 
@@ -227,17 +227,17 @@ def _deepseek_weight_gpus(nbytes: int) -> int:
     return math.ceil(count_params(preset("deepseek-v3")).total * nbytes / get_hardware("H800").hbm_bytes)
 
 
-@answer("ex-moe-1/bf16", rel_tol=0, abs_tol=0.5, unit="GPUs")
+@answer("ex-moe-1/bf16", rel_tol=0, abs_tol=0.5, unit="张 GPU")
 def _moe_1_bf16() -> float:
     return _deepseek_weight_gpus(2)
 
 
-@answer("ex-moe-1/fp8", rel_tol=0, abs_tol=0.5, unit="GPUs")
+@answer("ex-moe-1/fp8", rel_tol=0, abs_tol=0.5, unit="张 GPU")
 def _moe_1_fp8() -> float:
     return _deepseek_weight_gpus(1)
 
 
-@answer("ex-moe-2", rel_tol=0.01, unit="FLOPs per token")
+@answer("ex-moe-2", rel_tol=0.01, unit="FLOPs/token")
 def _moe_2() -> float:
     """DeepSeek V3 training FLOPs per token at context 4096 (exact per-matmul count)."""
     from tmath import preset, training_flops
@@ -255,7 +255,7 @@ def _moe_2_six_err() -> float:
     return 100 * (6 * count_params(cfg).active - exact) / exact
 
 
-@answer("ex-moe-3/shared", rel_tol=0.01, unit="tokens")
+@answer("ex-moe-3/shared", rel_tol=0.01, unit="个 token")
 def _moe_3_shared() -> float:
     from tmath import critical_batch, get_hardware
 
@@ -263,7 +263,7 @@ def _moe_3_shared() -> float:
     return critical_batch(h100.dense_flops, h100.hbm_bandwidth, weight_bytes=2)
 
 
-@answer("ex-moe-3/routed", rel_tol=0.01, unit="tokens")
+@answer("ex-moe-3/routed", rel_tol=0.01, unit="个 token")
 def _moe_3_routed() -> float:
     from tmath import moe, preset
 
@@ -279,12 +279,12 @@ def _deepseek_cache_tokens(kind: str) -> int:
     return int(budget // moe.kv_equivalents(cfg, dtype="bf16", groups=8)[kind])
 
 
-@answer("ex-moe-4/mla", rel_tol=0.01, unit="tokens")
+@answer("ex-moe-4/mla", rel_tol=0.01, unit="个 token")
 def _moe_4_mla() -> float:
     return _deepseek_cache_tokens("mla")
 
 
-@answer("ex-moe-4/mha", rel_tol=0.01, unit="tokens")
+@answer("ex-moe-4/mha", rel_tol=0.01, unit="个 token")
 def _moe_4_mha() -> float:
     return _deepseek_cache_tokens("mha")
 
@@ -344,7 +344,7 @@ def _mem_1_3() -> float:
     return _zero_gb(3)
 
 
-@answer("ex-mem-2", rel_tol=0.01, unit="tokens")
+@answer("ex-mem-2", rel_tol=0.01, unit="个 token")
 def _mem_2() -> float:
     """Sequence length where the Korthikanti scores term 5as/h reaches the 34 of the rest, H = 128."""
     from fractions import Fraction
@@ -383,7 +383,7 @@ def _mem_4() -> float:
 # --- book/ledger/cheatsheet --------------------------------------------------------------
 
 
-@answer("ex-cheat-3/gpus", rel_tol=0, abs_tol=0.5, unit="GPUs")
+@answer("ex-cheat-3/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
 def _cheat_3_gpus() -> float:
     from tmath import count_params, preset
 
@@ -397,7 +397,7 @@ def _cheat_3_gb() -> float:
     return count_params(preset("llama3.1-405b")).total * zero_bytes_per_param("mixed-adam", 3, 1024) / 1e9
 
 
-@answer("ex-cheat-4", rel_tol=0.01, unit="tokens")
+@answer("ex-cheat-4", rel_tol=0.01, unit="个 token")
 def _cheat_4() -> float:
     from tmath import critical_batch, get_hardware
 

@@ -7,7 +7,7 @@ import math
 from tmath.exercises import answer
 
 
-@answer("ex-tour-1", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-tour-1", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _tour_1() -> float:
     from tmath import count_params, preset
 
@@ -45,7 +45,7 @@ def _tour_4() -> float:
     return float(layer.subs(symbolic.d, 2 * d) / layer.subs(symbolic.d, d))
 
 
-@answer("ex-tour-5", rel_tol=0, abs_tol=0.5, unit="parameters")
+@answer("ex-tour-5", rel_tol=0, abs_tol=0.5, unit="个参数")
 def _tour_5() -> float:
     # One Llama 3 8B layer: everything but the embedding, the LM head and the final RMSNorm.
     from tmath import count_params, preset
