@@ -31,6 +31,9 @@ def test_infeasible_rows_and_bad_tp_are_flagged():
     rows = {r[0]: r for r in calculator.summary_rows(["deepseek-v3", "gpt2"], seq_len=4096, tp=8)}
     assert rows["deepseek-v3"][-1].startswith("不可行")  # 167.8 GB of weights per GPU
     assert rows["gpt2"][-1] == "TP=8 不能整除 12 个查询头" and rows["gpt2"][8] is None
+    # the model's own figures stay: GPT-2's training FLOPs per token do not depend on TP
+    (gpt2_tp1,) = calculator.summary_rows(["gpt2"], tp=1)
+    assert rows["gpt2"][4] == gpt2_tp1[4] and rows["gpt2"][5] == gpt2_tp1[5]
     table = calculator.summary_markdown(["deepseek-v3", "gpt2"], tp=8)
     assert "**不可行" in table and "| — |" in table
 

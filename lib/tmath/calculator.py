@@ -56,7 +56,7 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
     The last column is the feasibility verdict: ``"可行（x GB）"``, ``"不可行（x GB > 80 GB）"``, or,
     when ``tp`` cannot split the model's heads, why (the numeric columns are then ``None``).
     """
-    from tmath import count_params, kv_cache_bytes_per_token
+    from tmath import count_params, kv_cache_bytes_per_token, training_flops
     from tmath.serving import kv_sequence_bytes, tp_layout
 
     rows = []
@@ -65,10 +65,13 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
         t = min(seq_len, cfg.max_position)
         try:
             tp_layout(cfg, tp)
-        except ValueError:
+        except ValueError:  # TP cannot split the heads: no deployment, but the model's own figures
             p = count_params(cfg)
+            f = training_flops(cfg, seq_len=t, batch=batch)
+            n6 = p.active if cfg.is_moe else p.total
             kv_tok = kv_cache_bytes_per_token(cfg, dtype=dtype)
-            rows.append((cfg.name, t, p.total / 1e9, p.active / 1e9, None, None, kv_tok / 1024,
+            rows.append((cfg.name, t, p.total / 1e9, p.active / 1e9, f.total / (t * batch) / 1e9,
+                         (6 * n6 * t * batch - f.total) / f.total, kv_tok / 1024,
                          kv_sequence_bytes(cfg, t, dtype) / 1e9, None,
                          f"TP={tp} 不能整除 {cfg.num_heads} 个查询头"))
             continue
@@ -94,10 +97,13 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
 
 def summary_markdown(models, **settings: Any) -> str:
     """:func:`summary_rows` as a Markdown table (an infeasible row's verdict in bold)."""
-    fmt = ("{}", "{:,}", "{:,.2f}", "{:,.2f}", "{:,.1f}", "{:+.1%}", "{:,.0f}", "{:,.2f}", "{:.2f}", "{}")
+    from tmath.fmt import pct
+
+    fmt = ("{}", "{:,}", "{:,.2f}", "{:,.2f}", "{:,.1f}", pct, "{:,.0f}", "{:,.2f}", "{:.2f}", "{}")
     lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
     for row in summary_rows(models, **settings):
-        cells = ["—" if v is None else f.format(v) for f, v in zip(fmt, row, strict=True)]
+        cells = ["—" if v is None else (f(v) if callable(f) else f.format(v))
+                 for f, v in zip(fmt, row, strict=True)]
         if not row[-1].startswith("可行"):
             cells[-1] = f"**{cells[-1]}**"
         lines.append("| " + " | ".join(cells) + " |")
@@ -178,6 +184,8 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
            title=f"解码下界，T={seq_len}，TP={tp}")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
+    for a in axes[:2]:
+        a.set_xscale("log", base=2)
     for a in axes:
         a.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
