@@ -89,10 +89,11 @@ def test_saved_outputs_hold_no_float_beyond_twelve_digits(path):
         for out in cell.get("outputs", []):
             texts = [out.get("text", "")] + [
                 v for k, v in out.get("data", {}).items()
-                if isinstance(v, str) and (k in COMPARED or k.startswith("application/papermill.record/text/"))
+                if isinstance(v, str)
+                and (k in COMPARED or k.startswith("application/papermill.record/text/"))
             ]
             found += [(i, t) for text in texts for t in long_floats(text)]
-    assert not found, f"floats saved with more than {MAX_DIGITS} significant digits (cell, value): {found[:5]}"
+    assert not found, f"floats with more than {MAX_DIGITS} significant digits (cell, value): {found[:5]}"
 
 
 CODE_OR_MATH = re.compile(r"(`+).*?\1|\$\$.*?\$\$|\$[^$\n]*\$")

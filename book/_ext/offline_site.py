@@ -15,6 +15,8 @@
    sphinx-exercise's own ``hide_solutions`` drops only the ``solution-start``
    marker of a gated solution and leaves the cells between the markers on the
    page, so the removal happens here, after the gated solutions are merged.
+   The downloadable sources in ``_sources/`` lose their solutions too, and each
+   exercise gets an empty answer cell (:mod:`student_edition`).
 
 5. Launch buttons (Binder, Colab) only with a repository. They are built from
    ``repository.url`` in ``_config.yml``. While it is empty the theme would crash
@@ -96,6 +98,18 @@ def _launch_buttons_need_a_repository(app, config):
         options["launch_buttons"] = {k: v for k, v in launch.items() if k not in LAUNCH_PROVIDERS}
 
 
+def _strip_student_sources(app, exception):
+    if exception is not None or not app.config.student_edition or app.builder.format != "html":
+        return
+    from pathlib import Path
+
+    from student_edition import strip_sources
+
+    sources = Path(app.outdir) / "_sources"
+    if sources.is_dir():
+        strip_sources(sources)
+
+
 def setup(app):
     # Chapter titles with math appear in the navigation of every page, so every page
     # needs MathJax (Sphinx otherwise loads it only on pages whose body has math).
@@ -104,6 +118,7 @@ def setup(app):
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
     app.add_transform(RemoveSolutions)
+    app.connect("build-finished", _strip_student_sources)
     app.add_transform(ChineseProofLabel)
     app.connect("config-inited", _launch_buttons_need_a_repository)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,237 @@
+"""The student edition keeps its solutions secret, everywhere under its HTML folder.
+
+The pages lose their solutions in a Sphinx transform; the downloadable sources
+(``_sources/``) are rewritten by ``book/_ext/student_edition.py``.  These tests
+check the rewriting on small cases, check that every stripped chapter is a
+notebook a student can work in (an empty answer cell per exercise, no glue key
+or name that only a solution defined), and scan every file the student edition
+serves for any sentence of any solution of the full edition.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from test_site import toc_notebooks
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from student_edition import strip_markdown, strip_notebook  # noqa: E402
+
+EXERCISE = "```{{exercise-start}}\n:label: {label}\n```\n{text}\n```{{exercise-end}}\n```\n"
+SOLUTION_START = "```{{solution-start}} {label}\n:class: dropdown\n```\n"
+SOLUTION_END = "```{solution-end}\n```\n"
+
+
+def _nb(*cells) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c[1:]) if c.startswith("!") else nbformat.v4.new_markdown_cell(c)
+                for c in cells]
+    return nb
+
+
+def test_strip_removes_a_solution_that_spans_cells_and_adds_an_answer_cell():
+    nb = _nb(
+        "## 练习\n\n" + EXERCISE.format(label="ex-a", text="求 x。") + "\n"
+        + SOLUTION_START.format(label="ex-a"),
+        "!x = 42  # the key",
+        "答案是 42。\n" + SOLUTION_END + "\n" + EXERCISE.format(label="ex-b", text="证明 y。")
+        + SOLUTION_START.format(label="ex-b"),
+        "证明：显然。\n" + SOLUTION_END + "\n结语。",
+        "!print('after')",
+    )
+    out = strip_notebook(nb)
+    kinds = [(c.cell_type, c.source) for c in out.cells]
+    assert kinds[0][0] == "markdown" and "求 x。" in kinds[0][1] and "solution" not in kinds[0][1]
+    assert kinds[1] == ("code", "")
+    assert kinds[2][0] == "markdown" and "证明 y。" in kinds[2][1]
+    assert kinds[3] == ("code", "")
+    assert kinds[4] == ("markdown", "结语。")
+    assert kinds[5] == ("code", "print('after')")
+    text = json.dumps(out)
+    for secret in ("x = 42", "the key", "答案是", "显然", "solution"):
+        assert secret not in text
+    assert nb.cells[1].source == "x = 42  # the key", "the input notebook is not modified"
+
+
+def test_strip_keeps_an_exercise_without_solution_and_refuses_an_unclosed_one():
+    nb = _nb(EXERCISE.format(label="ex-c", text="想一想。"), "!y = 1")
+    out = strip_notebook(nb)
+    assert [c.cell_type for c in out.cells] == ["markdown", "code", "code"]
+    with pytest.raises(ValueError, match="solution-end"):
+        strip_notebook(_nb(SOLUTION_START.format(label="ex-d"), "!z = 2"))
+
+
+def test_strip_markdown_removes_gated_and_plain_solutions():
+    text = ("前言\n" + EXERCISE.format(label="ex-e", text="题") + SOLUTION_START.format(label="ex-e")
+            + "秘密一\n" + SOLUTION_END + "```{solution} ex-f\n秘密二\n```\n后记\n")
+    out = strip_markdown(text)
+    assert "前言" in out and "题" in out and "后记" in out
+    assert "秘密" not in out and "solution" not in out
+
+
+# --- every chapter, stripped, is a notebook a student can work in -----------------------------------
+
+CHAPTERS = [p for p in toc_notebooks() if "{exercise-start}" in p.read_text(encoding="utf-8")]
+GLUE_REF = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
+GLUE_SET = re.compile(r"""\bglue\(\s*f?(?:"([^"]+)"|'([^']+)')""")
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell binds and names it reads (IPython magics dropped)."""
+    code = "\n".join(re.sub(r"^(\s*)[%!].*", r"\1pass", line) for line in source.splitlines())
+    tree = ast.parse(code)
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, ast.Store | ast.Del) else read).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, read
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: str(p.relative_to(ROOT / "book")))
+def test_stripped_chapter_is_a_working_exercise_notebook(path):
+    nb = nbformat.read(path, as_version=4)
+    out = strip_notebook(nb)
+    exercises = sum(c.source.count("{exercise-start}") for c in nb.cells if c.cell_type == "markdown")
+    answers = [i for i, c in enumerate(out.cells) if "answer" in c.metadata.get("tags", [])]
+    assert exercises >= 5 and len(answers) == exercises
+    for i in answers:
+        assert out.cells[i].cell_type == "code" and out.cells[i].source == ""
+        assert "{exercise-end}" in out.cells[i - 1].source, f"answer cell {i} does not follow an exercise"
+    text = "\n".join(c.source for c in out.cells)
+    assert "solution-start" not in text and "solution-end" not in text
+    # Every glue key the kept prose shows is still glued by a kept cell.
+    code = "\n".join(c.source for c in out.cells if c.cell_type == "code")
+    shown = {k for c in out.cells if c.cell_type == "markdown" for k in GLUE_REF.findall(c.source)}
+    # A key glued in a loop (f"mh-alpha-{i}") is a pattern.
+    keys = map("".join, GLUE_SET.findall(code))
+    glued = [re.compile(re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(k)) + "$") for k in keys]
+    unset = {k for k in shown if not any(g.match(k) for g in glued)}
+    assert not unset, f"glue keys shown but only glued by a removed solution: {sorted(unset)}"
+    # No kept cell reads a name that only a removed (solution) cell binds.
+    kept_code = {c.source for c in out.cells if c.cell_type == "code"}
+    bound_by_kept: set[str] = set(dir(__builtins__)) | {"display", "get_ipython"}
+    removed_bound: set[str] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        bound, read = _names(cell.source)
+        if cell.source in kept_code:
+            dangling = (read & removed_bound) - bound_by_kept - bound
+            assert not dangling, f"a kept cell reads {sorted(dangling)}, defined only in a solution"
+            bound_by_kept |= bound
+        else:
+            removed_bound |= bound
+
+
+# --- nothing the student edition serves holds a solution ---------------------------------------------
+
+
+class _SolutionText(HTMLParser):
+    """Text inside and outside the solution blocks of a page of the full edition."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self._stack: list[bool] = []
+        self.inside: list[str] = []
+        self.outside: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("br", "img", "hr", "meta", "link", "input", "wbr"):
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        self._stack.append(bool(self._stack and self._stack[-1]) or "solution" in classes)
+
+    def handle_endtag(self, tag):
+        if tag not in ("br", "img", "hr", "meta", "link", "input", "wbr") and self._stack:
+            self._stack.pop()
+
+    def handle_data(self, data):
+        (self.inside if self._stack and self._stack[-1] else self.outside).append(data)
+
+
+def _sentences(texts) -> set[str]:
+    joined = re.sub(r"\s+", " ", " ".join(texts))
+    return {s.strip() for s in re.split(r"[。；！？\n]|(?<=[.!?]) ", joined) if len(s.strip()) >= 12}
+
+
+def solution_sentences(site: Path) -> set[str]:
+    """Sentences of at least 12 characters that the full edition shows only inside solutions."""
+    inside, outside = set(), set()
+    for page in site.rglob("*.html"):
+        parser = _SolutionText()
+        parser.feed(page.read_text(encoding="utf-8"))
+        inside |= _sentences(parser.inside)
+        outside |= _sentences(parser.outside)
+    return {s for s in inside if not any(s in o for o in outside)}
+
+
+def served_text(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""  # images, fonts
+    if path.suffix == ".ipynb":
+        nb = nbformat.reads(text, as_version=4)
+        parts = [c.source for c in nb.cells]
+        for c in nb.cells:
+            for o in c.get("outputs", []):
+                parts.append(o.get("text", ""))
+                parts.extend(v for v in o.get("data", {}).values() if isinstance(v, str))
+        text = "\n".join(parts)
+    if path.suffix in (".html", ".ipynb"):
+        parser = _SolutionText()
+        parser.feed(text)
+        text = " ".join(parser.outside + parser.inside)
+    return re.sub(r"\s+", " ", html.unescape(text))
+
+
+def test_solution_scan_finds_a_sentence_on_the_full_site(built_site, tmp_path):
+    secrets = solution_sentences(built_site)
+    assert len(secrets) > 100, "expected many solution sentences in the full edition"
+    page = next(iter(sorted(built_site.rglob("book/ledger/*.html"))))
+    copy = tmp_path / page.name
+    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    assert any(s in served_text(copy) for s in secrets), "the scan must see solutions on a full page"
+
+
+def test_student_edition_serves_no_solution_in_any_file(built_site, student_site):
+    secrets = solution_sentences(built_site)
+    files = [p for p in student_site.rglob("*") if p.is_file()]
+    sources = [p for p in files if "_sources" in p.parts and p.suffix == ".ipynb"]
+    assert len(sources) >= len(CHAPTERS), "the student edition serves every chapter's notebook"
+    leaks = {}
+    for path in files:
+        text = served_text(path)
+        found = [s for s in secrets if s in text]
+        if found:
+            leaks[str(path.relative_to(student_site))] = found[:2]
+    assert not leaks, f"solutions served by the student edition: {leaks}"
+    markers = [str(p.relative_to(student_site)) for p in files
+               if re.search(rb"solution-(start|end)|\{solution\}", p.read_bytes())]
+    assert not markers, f"solution markers left in: {markers}"
+
+
+def test_student_edition_notebooks_have_an_answer_cell_per_exercise(student_site):
+    for path in CHAPTERS:
+        served = student_site / "_sources" / path.relative_to(ROOT)
+        nb = nbformat.read(served, as_version=4)
+        answers = sum("answer" in c.metadata.get("tags", []) for c in nb.cells)
+        exercises = sum(c.source.count("{exercise-start}") for c in nb.cells if c.cell_type == "markdown")
+        assert answers == exercises >= 5, served
