@@ -239,3 +239,20 @@ def test_gemma3_builds_two_rope_tables():
 
     cfg = tmath.ModelConfig.from_hf(Path(__file__).parent / "hf_configs" / "gemma-3-4b-text.json")
     assert tmath.forward_flops(cfg, 10).breakdown["rope"] == 2 * 256 * 10
+
+
+def test_flash_attention_training_convention_is_14_btsnh_per_layer():
+    # FlashAttention's backward recomputes QK^T: the two attention products cost
+    # 12·B·T²·N·H per layer with saved probabilities and 14·B·T²·N·H with FlashAttention.
+    cfg = tmath.preset("llama3-8b")
+    B, T = 2, 4096
+    N, H, L = cfg.num_heads, cfg.head_dim, cfg.num_layers
+    eager = tmath.training_flops(cfg, seq_len=T, batch=B)
+    flash = tmath.training_flops(cfg, seq_len=T, batch=B, attention="flash")
+    dots = ("attention_scores", "attention_values")
+    assert sum(eager.breakdown[k] for k in dots) == 12 * B * T * T * N * H * L
+    assert sum(flash.breakdown[k] for k in (*dots, "attention_recompute")) == 14 * B * T * T * N * H * L
+    assert flash.total - eager.total == 2 * B * T * T * N * H * L
+    assert sum(flash.breakdown.values()) == flash.total
+    with pytest.raises(ValueError, match="attention='sdpa'"):
+        tmath.training_flops(cfg, seq_len=T, attention="sdpa")

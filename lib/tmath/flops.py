@@ -46,7 +46,8 @@ has two counts, and the ``window`` argument picks one:
 Breakdown keys: ``attention_proj`` (Q/K/V/O, or MLA's projections),
 ``attention_scores`` (Q·Kᵀ), ``attention_values`` (P·V), ``mlp`` (dense
 layers), ``routed_experts`` (k experts per token), ``shared_experts``,
-``router``, ``lm_head``, ``rope``.
+``router``, ``lm_head``, ``rope``; :func:`training_flops` with
+``attention="flash"`` adds ``attention_recompute`` (the backward's second QKᵀ).
 """
 
 from __future__ import annotations
@@ -172,13 +173,33 @@ def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool =
 
 
 def training_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool = False,
-                   window: bool = False) -> FlopCount:
+                   window: bool = False, attention: str = "eager") -> FlopCount:
     """Matmul FLOPs of one forward + backward pass: 3 × forward, the rope table once.
 
     ``window`` as in :func:`forward_flops`.
+
+    ``attention`` names the attention kernel's convention:
+
+    * ``"eager"`` (the default, what FlopCounterMode measures on transformers'
+      eager attention): the forward saves the probabilities, so the backward
+      does two matmuls per forward matmul and the two attention products cost
+      3 × their forward, 12·B·T·S·N·H per layer (T = S, H = head width).
+    * ``"flash"``: FlashAttention saves neither the scores nor the
+      probabilities; its backward recomputes S = QKᵀ once more, so the scores
+      product costs 4 × its forward and the attention products 14·B·T·S·N·H
+      per layer (Dao et al. 2022 measure 75.2 against 66.6 GFLOPs on GPT-2
+      medium for this reason).  The extra matmul is the breakdown's
+      ``"attention_recompute"`` entry.
     """
+    if attention not in ("eager", "flash"):
+        raise ValueError(
+            f"attention={attention!r}: use 'eager' (probabilities saved) or 'flash' "
+            "(the backward recomputes QK^T)"
+        )
     fwd = forward_flops(cfg, seq_len, batch, causal, window)
     b = {k: (v if k == "rope" else 3 * v) for k, v in fwd.breakdown.items()}
+    if attention == "flash":
+        b["attention_recompute"] = fwd.breakdown["attention_scores"]
     return FlopCount(sum(b.values()), b, fwd.seq_len, fwd.batch, causal, window)
 
 
