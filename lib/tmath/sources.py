@@ -222,6 +222,14 @@ register(
     "of 64, 8 KV heads, attention sinks, 32 experts of 2880 (top 4) with biases, vocab 201088",
 )
 register(
+    "google2024gemma2",
+    "Gemma 2 9B: config.json of the official checkpoint (Gemma 2: Improving Open Language "
+    "Models at a Practical Size, arXiv:2408.00118)",
+    "https://huggingface.co/google/gemma-2-9b/blob/main/config.json",
+    "hidden 3584, FFN 14336, 42 layers alternating 4096-token sliding-window and global "
+    "attention, 16 heads of 256, 8 KV heads, vocab 256000, context 8192",
+)
+register(
     "deepseek2024v2lite",
     "DeepSeek-V2-Lite: config.json of the official checkpoint (DeepSeek-V2 report, "
     "arXiv:2405.04434)",
