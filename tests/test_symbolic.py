@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -101,8 +102,20 @@ def test_crossover_matches_tmath(name, against, causal):
     cfg = tmath.preset(name)
     e = s.crossover_expr(cfg.mlp, against=against, causal=causal)
     got = sp.Rational(e.subs(s.ledger_subs(cfg)))
-    want = tmath.attention_crossover(cfg, against=against, causal=causal)
+    # The symbolic ledger has no windows: compare with the full-matrix count.
+    want = tmath.attention_crossover(cfg, against=against, causal=causal, window=False)
     assert Fraction(int(got.p), int(got.q)) == want
+
+
+def test_mistral_window_never_crosses():
+    # Mistral 7B's 4,096-token window caps the attention term: the share saturates below 1.
+    cfg = tmath.preset("mistral-7b")
+    assert cfg.sliding_window == 4096
+    assert tmath.attention_crossover(cfg) == math.inf
+    # Without the window: per layer per token, projections 2·D·(N+K)·H + 2·D·D, MLP 6·D·F,
+    # LM head 2·D·V/L, against the T² coefficient 2·N·(H+H).
+    b = 2 * 4096 * (32 + 8) * 128 + 2 * 4096 * 4096 + 6 * 4096 * 14336 + 2 * 4096 * 32768 // 32
+    assert tmath.attention_crossover(cfg, window=False) == b / (2 * 32 * 256) == 26624
 
 
 def test_llama3_70b_crossover_by_hand():
