@@ -112,9 +112,9 @@ def test_mistral_window_never_crosses():
     cfg = tmath.preset("mistral-7b")
     assert cfg.sliding_window == 4096
     assert tmath.attention_crossover(cfg) == math.inf
-    # Without the window: per layer per token, projections 2·D·(N+K)·H + 2·D·D, MLP 6·D·F,
-    # LM head 2·D·V/L, against the T² coefficient 2·N·(H+H).
-    b = 2 * 4096 * (32 + 8) * 128 + 2 * 4096 * 4096 + 6 * 4096 * 14336 + 2 * 4096 * 32768 // 32
+    # Without the window: per layer per token, projections 2·D·(N+2K)·H + 2·D·D and MLP
+    # 6·D·F (the per-layer crossover leaves out the LM head), against the T² coefficient 2·N·(H+H).
+    b = 2 * 4096 * (32 + 2 * 8) * 128 + 2 * 4096 * 4096 + 6 * 4096 * 14336
     assert tmath.attention_crossover(cfg, window=False) == b / (2 * 32 * 256) == 26624
 
 
