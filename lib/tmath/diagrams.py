@@ -10,6 +10,9 @@ Diagrams:
 - :func:`gpt_block`: the pre-LN GPT block of GPT-2/GPT-3 (the source's own flow
   chart): LN -> Q, K, V -> heads -> concat -> W^O -> (+) -> LN -> W_1 -> GELU ->
   W_2 -> (+), with both residual connections.
+- :func:`multihead_attention`: multi-head attention as the engineering form computes
+  it: X -> one big X W^Q, X W^K, X W^V -> split into h heads -> attend per head ->
+  concat -> W^O.
 
 Usage in a chapter::
 
@@ -29,7 +32,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 import tmath.plots  # noqa: F401  (Chinese font, 150 dpi)
 
-__all__ = ["COLORS", "gpt_block"]
+__all__ = ["COLORS", "gpt_block", "multihead_attention"]
 
 #: Fill colours by role, shared by every diagram.
 COLORS: dict[str, str] = {
@@ -251,5 +254,76 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     ax.set_title(
         f"GPT 的一层（前置 LayerNorm；{cfg.name} 共 {cfg.num_layers} 层）", fontsize=11
     )
+    fig.tight_layout()
+    return fig
+
+
+def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
+    """Multi-head attention as the engineering form computes it, drawn bottom to top.
+
+    One big product each for Q, K, V -> split the columns into ``h`` heads -> each head
+    attends on its own ``d_head`` columns -> concat the heads -> ``W^O``.  ``cfg`` (default:
+    GPT-3 175B) sets the numbers written beside each step; ``seq`` names the number of
+    tokens (``"T"``, or ``"1"`` for one token).  Returns the figure.
+    """
+    if cfg is None:
+        from tmath import preset
+
+        cfg = preset("gpt3-175b")
+    d, h, dh = cfg.hidden_size, cfg.num_heads, cfg.head_dim
+    if h * dh != d:
+        raise ValueError(
+            f"multihead_attention draws num_heads x head_dim = hidden_size; "
+            f"got {h} x {dh} != {d}"
+        )
+
+    def shape(*dims: int | str) -> str:
+        return "[" + ", ".join(f"{x:,}" if isinstance(x, int) else x for x in dims) + "]"
+
+    fig, ax = _canvas(6.8, 7.6, (-0.2, 9.4), (-0.5, 9.6))
+    cx, bh = 3.0, 0.5
+    note_x = 6.2
+    y_in, y_proj, y_split, y_head, y_cat, y_o, y_out = 0.0, 1.4, 2.8, 4.6, 6.4, 7.6, 8.75
+
+    _box(ax, cx, y_in, 3.0, bh, "输入 X（LayerNorm 之后）", role="io")
+    _note(ax, note_x, y_in, shape(seq, d))
+
+    proj_x = (1.3, 3.0, 4.7)
+    for x, name in zip(proj_x, ("Q", "K", "V"), strict=True):
+        _arrow(ax, (cx, y_in + bh / 2), (x, y_proj - bh / 2))
+        _box(ax, x, y_proj, 1.25, bh, f"× $W^{name}$", role="matmul")
+        _arrow(ax, (x, y_proj + bh / 2), (x, y_split - bh / 2))
+    _note(ax, note_x, y_proj, f"一次大乘法：\n$W^Q, W^K, W^V$: {shape(d, d)}\n结果各 {shape(seq, d)}")
+
+    _box(ax, cx, y_split, 4.6, bh, "按列切成 h 段（拆分头）", role="elementwise")
+    _note(ax, note_x, y_split, f"{shape(seq, d)} → {shape(h, seq, dh)}\n第 c 段就是第 c 个头")
+
+    head_x = (0.75, 2.15, 3.85, 5.25)
+    labels = ("头 1", "头 2", "…", f"头 {h}")
+    maths = ("$A^{(1)}V^{(1)}$", "$A^{(2)}V^{(2)}$", "", f"$A^{{({h})}}V^{{({h})}}$")
+    for x, lab, m in zip(head_x, labels, maths, strict=True):
+        if lab == "…":
+            ax.text(x, y_head, "…", ha="center", va="center", fontsize=14)
+            continue
+        _arrow(ax, (cx, y_split + bh / 2), (x, y_head - 0.45))
+        _box(ax, x, y_head, 1.25, 0.9, f"{lab}\n{m}", role="attention")
+        _arrow(ax, (x, y_head + 0.45), (cx, y_cat - bh / 2))
+    _note(
+        ax, note_x, y_head,
+        f"每个头各算一次：\n$A = \\mathrm{{softmax}}(QK^\\top/\\sqrt{{{dh}}} + M)$\n"
+        f"输出各 {shape(seq, dh)}\n{h} 个头互不相干",
+    )
+
+    _box(ax, cx, y_cat, 3.0, bh, "拼接（Concat）", role="elementwise")
+    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
+    _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
+
+    _box(ax, cx, y_o, 3.0, bh, "× $W^O$", role="matmul")
+    _note(ax, note_x, y_o, f"$W^O$: {shape(d, d)}\n把各头的结果混合起来")
+    _arrow(ax, (cx, y_o + bh / 2), (cx, y_out - bh / 2))
+    _box(ax, cx, y_out, 3.0, bh, "多头注意力的输出", role="io")
+    _note(ax, note_x, y_out, shape(seq, d))
+
+    ax.set_title(f"多头注意力：拆分 → 各头注意力 → 拼接 → 输出投影（{cfg.name}）", fontsize=11)
     fig.tight_layout()
     return fig
