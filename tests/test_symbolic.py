@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 import sympy as sp
@@ -153,3 +154,12 @@ def test_learned_positions_are_n_ctx_rows_not_p():
     assert vals[s.n_ctx] == 1024  # GPT-2's n_positions
     assert int(g["positions"][0].subs(vals)) == 1024 * 768
     assert sp.Symbol("P", positive=True, integer=True) not in vals
+
+
+def test_ledger_for_refuses_what_it_cannot_count():
+    qwen3 = tmath.ModelConfig.from_hf(Path(__file__).parent / "hf_configs" / "qwen3-8b.json")
+    with pytest.raises(ValueError, match="qk_norm"):
+        s.ledger_for(qwen3)
+    gemma2 = tmath.ModelConfig.from_hf(Path(__file__).parent / "hf_configs" / "gemma-2-9b.json")
+    with pytest.raises(ValueError, match="norms_per_layer"):
+        s.ledger_for(gemma2)

@@ -215,6 +215,13 @@ def ledger_subs(cfg: object, seq_len: int = 1, batch: int = 1) -> dict[sp.Symbol
 def ledger_for(cfg: object, *, causal: bool = False) -> dict[str, tuple[sp.Expr, sp.Expr]]:
     """The symbolic :func:`ledger_model` whose options match ``cfg`` (dense models)."""
     ledger_subs(cfg)  # validates cfg
+    extras = [f for f, plain in (("qk_norm", "none"), ("norms_per_layer", 2), ("attention_sinks", False))
+              if getattr(cfg, f, plain) != plain]
+    if extras:
+        raise ValueError(
+            f"cfg {cfg.name!r} sets {', '.join(extras)}: the symbolic ledger knows two norms per "  # type: ignore[attr-defined]
+            "layer, no q/k norms and no attention sinks; use tmath.count_params for this family"
+        )
     all_bias = cfg.qkv_bias and cfg.out_bias and cfg.mlp_bias  # type: ignore[attr-defined]
     if not all_bias and (cfg.out_bias or cfg.mlp_bias):  # type: ignore[attr-defined]
         raise ValueError(
