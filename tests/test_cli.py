@@ -178,6 +178,7 @@ def test_cli_prints_the_verdict_and_json_field():
     r = run("ledger", "--preset", "deepseek-v3", "--tp", "8")
     assert r.returncode == 0, r.stderr
     assert "不可行：每卡需要" in r.stdout and "超过 H100 的 80.0 GB" in r.stdout
+    assert "每卡、微批次 1、TP=8、序列并行开" in r.stdout and "未与实测核对" in r.stdout  # MoE + MLA
     r = run("ledger", "--preset", "deepseek-v3", "--tp", "8", "--json", "--hbm-gb", "200")
     led = json.loads(r.stdout)
     assert led["feasibility"]["feasible"] is True and led["feasibility"]["hbm_bytes_per_gpu"] == 200e9

@@ -294,8 +294,9 @@ def render_text(led: dict[str, Any]) -> str:
     ]
     if led["step_energy_at_peak_j"] is not None:
         rows.append(("energy (TDP, PUE 1)", f"{led['step_energy_at_peak_j']:.4g} J"))
+    checked = "" if tm["activation_checked"] else f"；{m['model_type']} 按通用块估算，未与实测核对"
     notes = [
-        f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子）",
+        f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子{checked}）",
         f"部署：{feas['verdict_zh']}",
     ]
     if d.get("experts_read_per_moe_layer") is not None:
