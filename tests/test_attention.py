@@ -463,3 +463,16 @@ def test_result_is_namedtuple():
     assert isinstance(res, AttentionResult)
     o, m, l_ = res
     assert o.shape == (3, 2) and m.shape == (3,) and l_.shape == (3,)
+
+
+def test_flash_training_attention_flops_is_14_btnh_per_layer():
+    import tmath
+    from tmath.attention import flash_training_attention_flops
+
+    cfg = tmath.preset("gpt2-medium")
+    B, T, L, N, H = 2, 256, cfg.num_layers, cfg.num_heads, cfg.head_dim
+    assert flash_training_attention_flops(cfg, T, B) == 14 * B * T**2 * N * H * L
+    f = tmath.training_flops(cfg, T, B).breakdown
+    assert f["attention_scores"] + f["attention_values"] == 12 * B * T**2 * N * H * L
+    causal = flash_training_attention_flops(cfg, T, B, causal=True)
+    assert causal == 14 * B * (T * (T + 1) // 2) * N * H * L

@@ -43,9 +43,11 @@ __all__ = [
     "AttentionResult",
     "attention_hbm_bytes",
     "attention_memory_bytes",
+    "DAO2022_GPT2_MEDIUM",
     "causal_mask",
     "flash_attention",
     "flash_attention_backward",
+    "flash_training_attention_flops",
     "merge_attention_states",
     "naive_attention",
     "naive_attention_backward",
@@ -485,6 +487,51 @@ def attention_hbm_bytes(T: int, S: int, H: int, *, method: str = "naive", B: int
     else:
         raise ValueError(f"method must be 'naive', 'flash1' or 'flash2', got {method!r}")
     return elems * B * N * dtype_bytes
+
+
+#: Dao et al. (2022), Fig. 2 (left): attention forward + backward of GPT-2 medium
+#: (sequence length 1024, head dim 64, 16 heads, batch 64) on an A100, standard
+#: attention vs FlashAttention.  Source key ``dao2022flashattention``.
+DAO2022_GPT2_MEDIUM = {
+    "seq_len": 1024, "head_dim": 64, "heads": 16, "batch": 64,
+    "gflops": {"standard": 66.6, "flash": 75.2},
+    "hbm_gb": {"standard": 40.3, "flash": 4.4},
+    "runtime_ms": {"standard": 41.7, "flash": 7.3},
+    "source": "dao2022flashattention",
+}
+
+
+def flash_training_attention_flops(cfg, seq_len: int, batch: int = 1,
+                                   causal: bool = False, window: bool = False) -> int:
+    """Score-matmul FLOPs of one training step (forward + backward) with recompute.
+
+    The convention of a FlashAttention training step: the forward computes
+    ``S = Q K^T`` and ``O = P V`` (2 matmuls); the backward does not read a
+    saved ``P`` but **recomputes** ``S = Q K^T`` from Q, K and the saved
+    log-sum-exp, then computes ``dV = P^T dO``, ``dP = dO V^T``, ``dQ = dS K``
+    and ``dK = dS^T Q`` (5 matmuls).  Seven ``2 T S H`` matmuls per (batch,
+    head) instead of the six of :func:`tmath.training_flops` (whose
+    ``attention_scores + attention_values`` is ``3 x`` the forward).  With
+    MHA-shaped heads (query/key and value head dims both ``H``) that is
+
+        14 * B * T^2 * N * H  per layer, non-causal  (vs 12 * B * T^2 * N * H),
+
+    summed over the layers; ``causal=True`` counts the lower triangle
+    (``T(T+1)/2`` entries per head) and ``window`` has the meaning of
+    :func:`tmath.forward_flops`.  Only the two score matmuls are counted (the
+    projections and the MLP do not change).  When the query/key head dim
+    differs from the value head dim (MLA), the recompute adds one more
+    query/key product.  Dao et al. (2022), Fig. 2, measure 66.6 vs 75.2
+    GFLOPs (standard vs FlashAttention, forward + backward, GPT-2 medium).
+
+    The whole-model ledger in this convention is
+    ``tmath.training_flops(cfg, ..., attention="flash")``, whose breakdown adds
+    ``attention_recompute``; this helper returns just the attention part of it.
+    """
+    from tmath.flops import training_flops
+
+    b = training_flops(cfg, seq_len, batch, causal, window, attention="flash").breakdown
+    return b["attention_scores"] + b["attention_values"] + b["attention_recompute"]
 
 
 def peak_memory_and_time(fn, *args, repeat: int = 1, **kwargs) -> tuple[int, float]:
