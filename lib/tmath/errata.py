@@ -115,6 +115,11 @@ def _softmax(x) -> np.ndarray:
 HEIMAOSHUI_SCORES = (0.029, 0.046, 0.063)
 HEIMAOSHUI_WEIGHTS_STATED = (0.319, 0.328, 0.353)
 HEIMAOSHUI_V = ((0.3, -0.1, 0.5), (0.1, 0.8, 0.2), (0.6, 0.2, -0.3))
+#: q_3 (the query of 睡) and k_1, k_2, k_3 (黑, 猫, 睡), first three of 128 components.
+HEIMAOSHUI_Q = (0.5, 0.2, -0.1)
+HEIMAOSHUI_K = ((0.4, 0.7, 0.1), (0.6, 0.3, -0.2), (0.2, 0.5, 0.4))
+#: The source's full 128-component dot products q_3 · k_j, before the 1/sqrt(128) scaling.
+HEIMAOSHUI_DOTS = (0.33, 0.52, 0.71)
 
 
 def _table_2_1_heads_x_dhead(name: str) -> int:
