@@ -48,3 +48,20 @@ def test_gpt_block_refuses_a_layout_it_cannot_draw_and_mixed_mathtext():
     with pytest.raises(ValueError, match="mixes mathtext and Chinese"):
         diagrams._lines(ax, 0, 0, "$W_1$：升维")
     plt.close(fig)
+
+
+def test_flash_tiling_draws_the_blocks_the_states_and_the_causal_skips():
+    fig = diagrams.flash_tiling(n_q=4, n_k=4, causal=True, row=3)
+    texts = _texts(fig)
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
+    plt.close(fig)
+    for label in ("Q₁", "Q₄", "K₁, V₁", "K₄, V₄", "m₃", "ℓ₃", "O₃", "$B_q$", "$B_k$"):
+        assert label in texts, label
+    assert "第 3 块\nSRAM 中" not in texts  # one annotation per line
+    assert "SRAM 中" in texts and texts.count("已合并") == 2  # row 3 reads 3 of 4 tiles
+    assert len(hatched) == 6  # the strictly-upper tiles of a 4 x 4 causal grid
+    fig = diagrams.flash_tiling(n_q=4, n_k=4)
+    assert not [p for p in fig.axes[0].patches if p.get_hatch()]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="row=5"):
+        diagrams.flash_tiling(row=5)

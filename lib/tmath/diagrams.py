@@ -13,6 +13,8 @@ Diagrams:
 - :func:`multihead_attention`: multi-head attention as the engineering form computes
   it: X -> one big X W^Q, X W^K, X W^V -> split into h heads -> attend per head ->
   concat -> W^O.
+- :func:`flash_tiling`: the tiling of online softmax and FlashAttention: query
+  blocks x key/value blocks, the running max m, sum ℓ and output O per row block.
 
 Usage in a chapter::
 
@@ -32,7 +34,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 import tmath.plots  # noqa: F401  (Chinese font, 150 dpi)
 
-__all__ = ["COLORS", "gpt_block", "multihead_attention"]
+__all__ = ["COLORS", "flash_tiling", "gpt_block", "multihead_attention"]
 
 #: Fill colours by role, shared by every diagram.
 COLORS: dict[str, str] = {
@@ -327,3 +329,105 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
     ax.set_title(f"多头注意力：拆分 → 各头注意力 → 拼接 → 输出投影（{cfg.name}）", fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def flash_tiling(
+    n_q: int = 4, n_k: int = 4, causal: bool = False, row: int = 2, step: int | None = None
+) -> Any:
+    """The tiling of online softmax / FlashAttention: query blocks x key/value blocks.
+
+    The score matrix ``S = QKᵀ`` is drawn as an ``n_q x n_k`` grid of ``B_q x B_k``
+    tiles, never held whole: the query blocks ``Q_i`` run down the left (the outer
+    loop, FlashAttention-2 order), the key/value blocks ``K_j, V_j`` across the top
+    (the inner loop).  Each query block keeps three running states per row, ``m``
+    (running max), ``ℓ`` (running sum of exponentials) and ``O`` (the unnormalised
+    output), drawn to the right of its row.  Query block ``row`` (1-based) is shown
+    mid-sweep: the tiles it has merged are numbered in the order they are read,
+    ``step`` (default: all of them) being the one in SRAM now.  ``causal=True`` greys
+    out the tiles above the diagonal, which a causal kernel skips whole.  Returns the
+    figure.
+    """
+    for name, v in (("n_q", n_q), ("n_k", n_k), ("row", row)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"flash_tiling: {name} must be a positive integer, got {v!r}")
+    if row > n_q:
+        raise ValueError(f"flash_tiling: row={row} is beyond the {n_q} query blocks")
+    def skipped(i: int, j: int) -> bool:
+        # a whole tile lies in the future when its first key is after the last query
+        return causal and (j - 1) * n_q >= i * n_k
+
+    visible = [j for j in range(1, n_k + 1) if not skipped(row, j)]
+    if step is None:
+        step = len(visible)
+    if not 1 <= step <= len(visible):
+        raise ValueError(f"flash_tiling: step must be in 1..{len(visible)}, got {step!r}")
+
+    fig, ax = _canvas(8.6, 5.6, (-2.3, n_k + 5.6), (-2.1, n_q + 2.0))
+    top = n_q  # grid rows go downwards from y = n_q
+    # key/value blocks across the top
+    for j in range(1, n_k + 1):
+        _box(ax, j - 0.5, top + 0.75, 0.86, 0.62, f"K{_sub(j)}, V{_sub(j)}", role="io",
+             fontsize=8)
+    _lines(ax, n_k / 2, top + 1.45, "键/值块（内层循环）", ha="center", fontsize=9)
+    ax.annotate("$B_k$", (0.5, top + 0.22), ha="center", va="center", fontsize=8)
+    # query blocks down the left
+    for i in range(1, n_q + 1):
+        _box(ax, -0.85, top - i + 0.5, 0.8, 0.8, f"Q{_sub(i)}", role="io", fontsize=9)
+    _lines(ax, -1.75, top / 2, "查询块\n（外层\n循环）", ha="center", fontsize=8)
+    ax.annotate("$B_q$", (-0.22, top - 0.5), ha="center", va="center", fontsize=8)
+    # the tiles
+    for i in range(1, n_q + 1):
+        for j in range(1, n_k + 1):
+            x0, y0 = j - 1, top - i
+            if skipped(i, j):
+                face, hatch = "#f2f2f2", "///"
+            elif i == row and visible.index(j) < step:
+                face, hatch = COLORS["attention"], None
+            else:
+                face, hatch = "#ffffff", None
+            ax.add_patch(FancyBboxPatch((x0 + 0.04, y0 + 0.04), 0.92, 0.92,
+                                        boxstyle="square,pad=0", facecolor=face,
+                                        edgecolor="#999999" if hatch else _EDGE,
+                                        hatch=hatch, linewidth=0.8))
+            if i == row and j in visible and visible.index(j) < step:
+                k = visible.index(j) + 1
+                label = f"第 {k} 块\nSRAM 中" if k == step else f"第 {k} 块\n已合并"
+                _lines(ax, x0 + 0.5, y0 + 0.5, label, ha="center", fontsize=7)
+    # the tile in SRAM: a thick frame, and the sweep arrow along the row
+    j_now = visible[step - 1]
+    ax.add_patch(FancyBboxPatch((j_now - 1 + 0.02, top - row + 0.02), 0.96, 0.96,
+                                boxstyle="square,pad=0", facecolor="none",
+                                edgecolor=COLORS_EDGE_HIGHLIGHT, linewidth=2.2))
+    if len(visible) > 1:
+        _arrow(ax, (0.15, top - row + 0.1), (visible[-1] - 0.15, top - row + 0.1),
+               color=COLORS_EDGE_HIGHLIGHT, lw=1.4)
+    # running states to the right of every row
+    xs = n_k + 0.55
+    for i in range(1, n_q + 1):
+        y = top - i + 0.5
+        for k, name in enumerate(("m", "ℓ", "O")):
+            _box(ax, xs + 0.45 + 0.95 * k, y, 0.8 if name != "O" else 0.9, 0.62,
+                 f"{name}{_sub(i)}", role="norm" if name != "O" else "matmul", fontsize=8)
+    _lines(ax, xs + 1.4, top + 0.75, "每行的运行状态\n（片上，随块更新）", ha="center", fontsize=8)
+    _lines(ax, xs + 3.05, top - row + 0.5, "← 本图\n正在处理", ha="left", fontsize=7,
+           color=COLORS_EDGE_HIGHLIGHT)
+    # the update rule and the legend, below the grid
+    rule = (
+        "读入一块分数 s 和值块 V 时：m新 = max(m, max s)，α = exp(m − m新)，\n"
+        "ℓ ← α·ℓ + Σ exp(s − m新)，O ← α·O + exp(s − m新)·V；扫完一行：输出 = O / ℓ"
+    )
+    _lines(ax, -2.2, -0.75, rule, ha="left", fontsize=8)
+    legend = "白色：尚未读入；绿色：已并入运行状态；粗框：此刻在 SRAM 中的一块分数（大小见左上）"
+    if causal:
+        legend += "；\n斜线：因果掩码下完全落在“未来”的块，整块跳过"
+    _lines(ax, -2.2, -1.6, legend, ha="left", fontsize=8, color="#555555")
+    return fig
+
+
+COLORS_EDGE_HIGHLIGHT = "#c0504d"
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _sub(n: int) -> str:
+    """``n`` as Unicode subscript digits (no mathtext, so it can sit next to Chinese)."""
+    return str(n).translate(_SUBSCRIPT)
