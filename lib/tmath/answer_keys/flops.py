@@ -202,3 +202,35 @@ def _fails_5() -> float:
 
     b = training_flops(preset("gpt2"), seq_len=1024)
     return 100 * b.breakdown["lm_head"] / b.total
+
+
+def _attention_core_train_flops():
+    # One head, one layer: S = Q K^T and O = P V and their four gradients, counted by SymPy.
+    import sympy as sp
+
+    from tmath import symbolic
+    from tmath.notation import syms
+
+    T, S, H = syms("T S H")
+    Q, K = sp.MatrixSymbol("Q", T, H), sp.MatrixSymbol("K", S, H)
+    P, V = sp.MatrixSymbol("P", T, S), sp.MatrixSymbol("V", S, H)
+    dS, dO = sp.MatrixSymbol("dS", T, S), sp.MatrixSymbol("dO", T, H)
+    ls, lo = sp.trace(dS.T * (Q * K.T)), sp.trace(dO.T * (P * V))
+    prods = [Q * K.T, P * V, sp.diff(ls, Q), sp.diff(ls, K), sp.diff(lo, P), sp.diff(lo, V)]
+    return sum(symbolic.product_ops(m)["flops"] for m in prods), (T, S, H)
+
+
+@answer("ex-sixpt-6/coef", rel_tol=0, abs_tol=0.5)
+def _sixpt_6_coef() -> float:
+    total, (T, S, H) = _attention_core_train_flops()
+    return int(total / (T * S * H))
+
+
+@answer("ex-sixpt-6/llama", rel_tol=1e-3, unit="FLOPs")
+def _sixpt_6_llama() -> float:
+    from tmath import preset
+
+    cfg, t = preset("llama3-70b"), 8192
+    total, (T, S, H) = _attention_core_train_flops()
+    per_seq = total.subs({T: t, S: t, H: cfg.head_dim}) * cfg.num_heads * cfg.num_layers
+    return int(per_seq) // t
