@@ -72,11 +72,25 @@ class Erratum:
         r = self.recomputed()
         return abs(self.stated - r) / abs(r)
 
+    def format_value(self, x: float) -> str:
+        """``x`` as the appendix prints it, through :mod:`tmath.fmt` (never e-notation).
+
+        A ``"g"`` format (``".4g"``) gives that many significant digits with
+        :func:`tmath.fmt.num` (``3.229 × 10²³``, ``41.49``); a fixed format
+        (``",.0f"``, ``".2f"``) is kept as is, since it never writes an exponent.
+        """
+        from tmath import fmt as _fmt
+
+        if self.fmt.endswith("g"):
+            digits = int(self.fmt.lstrip(",.").rstrip("g") or 6)
+            return _fmt.num(x, digits)
+        return f"{x:{self.fmt}}"
+
     def row(self) -> dict[str, str]:
         """The appendix row, formatted."""
         if self.is_numeric:
-            stated = f"{self.stated:{self.fmt}} {self.unit}".strip()
-            recomputed = f"{self.recomputed():{self.fmt}} {self.unit}".strip()
+            stated = f"{self.format_value(self.stated)} {self.unit}".strip()
+            recomputed = f"{self.format_value(self.recomputed())} {self.unit}".strip()
         else:
             stated, recomputed = "公式", self.correction
         return {
@@ -101,6 +115,11 @@ def _softmax(x) -> np.ndarray:
 HEIMAOSHUI_SCORES = (0.029, 0.046, 0.063)
 HEIMAOSHUI_WEIGHTS_STATED = (0.319, 0.328, 0.353)
 HEIMAOSHUI_V = ((0.3, -0.1, 0.5), (0.1, 0.8, 0.2), (0.6, 0.2, -0.3))
+#: q_3 (the query of 睡) and k_1, k_2, k_3 (黑, 猫, 睡), first three of 128 components.
+HEIMAOSHUI_Q = (0.5, 0.2, -0.1)
+HEIMAOSHUI_K = ((0.4, 0.7, 0.1), (0.6, 0.3, -0.2), (0.2, 0.5, 0.4))
+#: The source's full 128-component dot products q_3 · k_j, before the 1/sqrt(128) scaling.
+HEIMAOSHUI_DOTS = (0.33, 0.52, 0.71)
 
 
 def _table_2_1_heads_x_dhead(name: str) -> int:
@@ -732,6 +751,37 @@ def _flash_merge_with_output_rescaled() -> bool:
                 and not np.allclose(unscaled, full, rtol=1e-3))
 
 
+def _flash_memory_terms() -> bool:
+    """Naive attention materializes B·N·T·S scores whatever H; tiled keeps O (B·N·T·H) + stats."""
+    from tmath.attention import attention_memory_bytes, flash_attention
+
+    B, N, T, S = 2, 3, 5, 7
+    rng = np.random.default_rng(0)
+    ok = True
+    for H in (4, 8):
+        q = rng.standard_normal((B, N, T, H))
+        k, v = rng.standard_normal((B, N, S, H)), rng.standard_normal((B, N, S, H))
+        scores = np.einsum("bnth,bnsh->bnts", q, k)
+        res = flash_attention(q, k, v, block_q=2, block_k=3, return_stats=True)
+        ok &= scores.size == attention_memory_bytes(B, T, S, N, 1) == B * N * T * S
+        ok &= res.o.size == B * N * T * H and res.m.size == res.l.size == B * N * T
+        ok &= scores.size != B * T * S * H  # the source's quadratic term
+        ok &= res.o.size != B * T * H  # the source's linear term
+    return bool(ok)
+
+
+def _flash_training_flops_ratio() -> float:
+    """FlashAttention / standard attention score-matmul FLOPs of a training step (GPT-2 medium)."""
+    from tmath import preset, training_flops
+    from tmath.attention import flash_training_attention_flops
+
+    cfg = preset("gpt2-medium")
+    std = training_flops(cfg, 1024, 1).breakdown
+    return flash_training_attention_flops(cfg, 1024, 1) / (
+        std["attention_scores"] + std["attention_values"]
+    )
+
+
 ERRATA_FLASH: list[Erratum] = [
     Erratum(
         key="flash-128k-score-bytes",
@@ -753,13 +803,32 @@ ERRATA_FLASH: list[Erratum] = [
         key="flash-quadratic-memory-term",
         seed="003",
         location="8.2 online softmax 的核心恒等式（末尾）",
-        claim="显存: O(B·T·H) 而不是 O(B·T·S·H)；以 T = S = 128K、N = 64、H = 128、B = 1 计的元素个数",
-        stated=131072 * 131072 * 128,
-        unit="个元素",
-        compute=lambda: 131072 * 131072 * 64,
+        claim="显存: O(B·T·H) 而不是 O(B·T·S·H) → 从 quadratic 到 linear!",
+        correction=(
+            "平方项是 O(B·N·T·S)（分数矩阵 [B, N, T, S]，与头维度 H 无关）；"
+            "分块实现保存的线性项是 O(B·N·T·H)（输出 O）加 O(B·N·T)（每行的 m、ℓ 或 lse）"
+        ),
+        verify=_flash_memory_terms,
         cause=(
-            "分数矩阵的形状是 [B, N, T, S]，元素数 B·N·T·S，与头维度 H 无关；线性项是输出 O 的 B·N·T·H。"
-            "原文把头数 N 和头维度 H 混为一谈。"
+            "原文把头数 N 和头维度 H 混为一谈：平方项里多了 H、少了 N，线性项里少了 N。"
+            "核对：对两个不同的 H，朴素实现物化的分数矩阵元素数都是 B·N·T·S；"
+            "分块实现的输出有 B·N·T·H 个元素、统计量 B·N·T 个。"
+        ),
+        chapter="book/flash/naive-memory",
+    ),
+    Erratum(
+        key="flash-training-flops",
+        seed="003",
+        location="Q9（进阶）：FlashAttention 到底省了什么",
+        claim="FLOPs 完全相同（FlashAttention 与朴素注意力）；训练时注意力点积 FLOPs 之比",
+        stated=1.0,
+        unit="倍",
+        compute=_flash_training_flops_ratio,
+        cause=(
+            "前向的 FLOPs 相同，训练时不同：FlashAttention 的反向不保存 P，要重算 S = QKᵀ，"
+            "每层注意力点积从 12·B·T²·N·H 变成 14·B·T²·N·H（7/6 倍）。"
+            "Dao 等人（2022）图 2 的 GPT-2 medium 前向加反向实测也是 FlashAttention 多："
+            "75.2 对 66.6 GFLOPs。"
         ),
         chapter="book/flash/naive-memory",
         fmt=".4g",
@@ -773,7 +842,7 @@ ERRATA_FLASH: list[Erratum] = [
         verify=_flash_merge_with_output_rescaled,
         cause=(
             "只合并 L 得不到输出；按局部和加权而不重缩放的输出与精确注意力不符，"
-            "补上 O 的重缩放后与朴素注意力一致到 1e-12。"
+            "补上 O 的重缩放后与朴素注意力一致到 10⁻¹²。"
         ),
         chapter="book/flash/online-softmax",
     ),
