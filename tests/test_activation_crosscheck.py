@@ -46,6 +46,17 @@ def test_llama_layer_matches_the_formula_exactly(seq_len, batch):
     assert r.measured == 4 * (10 * s * b * h + 4 * s * b * f + 2 * s * b + a * s * s * b)
 
 
+def test_llama_flash_attention_matches_the_formula_exactly():
+    # transformers' sdpa attention (a flash kernel on the CPU): no s x s term; K and V at the
+    # 2 KV heads; a float32 logsumexp per query head and token.
+    s, b, h, f, a, k, d = 24, 3, 64, 96, 4, 2, 16
+    r = actmeasure.check_activations(actmeasure.TINY_LLAMA, s, b, attention="flash")
+    assert r.measured == r.formula_hf
+    assert r.measured == 4 * (8 * s * b * h + 2 * s * b * k * d + 4 * s * b * f + 2 * s * b + a * s * b)
+
+
 def test_bad_config_is_refused():
     with pytest.raises(ValueError, match="model_type"):
         actmeasure.check_activations({"model_type": "bert"}, 8, 1)
+    with pytest.raises(ValueError, match="attention"):
+        actmeasure.check_activations(actmeasure.TINY_LLAMA, 8, 1, attention="paged")

@@ -68,7 +68,19 @@ def _check_config(config: Any) -> dict:
     return dict(config)
 
 
-def _build(config: dict, layers: int) -> Any:
+#: tmath's attention variants and the transformers implementation measured for each: eager
+#: keeps the s x s softmax; "flash" is PyTorch's scaled_dot_product_attention, which on the
+#: CPU runs a flash-attention kernel (it keeps Q, K, V, the output and the logsumexp).
+_ATTN_IMPL = {"eager": "eager", "flash": "sdpa"}
+
+
+def _check_attention(attention: Any) -> str:
+    if attention not in _ATTN_IMPL:
+        raise ValueError(f"attention must be one of {tuple(_ATTN_IMPL)}, got {attention!r}")
+    return attention
+
+
+def _build(config: dict, layers: int, attention: str = "eager") -> Any:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -76,7 +88,7 @@ def _build(config: dict, layers: int) -> Any:
     mt = d.pop("model_type")
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **d),
-                                             attn_implementation="eager")
+                                             attn_implementation=_ATTN_IMPL[attention])
     return model.float().train()
 
 
@@ -100,16 +112,17 @@ def saved_activation_bytes(model: Any, input_ids: Any) -> int:
     return sum(seen.values())
 
 
-def measured_layer_bytes(config: dict, seq_len: int, batch: int) -> int:
+def measured_layer_bytes(config: dict, seq_len: int, batch: int, attention: str = "eager") -> int:
     """Saved bytes of one layer: a 2-layer model minus a 1-layer model, same input."""
     import torch
 
     config = _check_config(config)
+    attention = _check_attention(attention)
     s, b = int_arg("seq_len", seq_len), int_arg("batch", batch)
     vocab = config["vocab_size"]
     torch.manual_seed(1)
     ids = torch.randint(0, vocab, (b, s))
-    one, two = (saved_activation_bytes(_build(config, n), ids) for n in (1, 2))
+    one, two = (saved_activation_bytes(_build(config, n, attention), ids) for n in (1, 2))
     return two - one
 
 
@@ -120,6 +133,7 @@ class ActivationCheck:
     model_type: str
     seq_len: int
     batch: int
+    attention: str
     measured: int
     formula_hf: float  # kernels="hf", fp32, CPU dropout masks: should equal ``measured``
     formula_fused: float  # kernels="fused", same dtype and masks: what a training stack keeps
@@ -130,17 +144,25 @@ class ActivationCheck:
         return self.measured - self.formula_hf
 
 
-def check_activations(config: dict, seq_len: int, batch: int) -> ActivationCheck:
-    """Measure one layer of ``config`` and evaluate :func:`tmath.activation_bytes` for it."""
+def check_activations(config: dict, seq_len: int, batch: int,
+                      attention: str = "eager") -> ActivationCheck:
+    """Measure one layer of ``config`` and evaluate :func:`tmath.activation_bytes` for it.
+
+    ``attention="flash"`` measures transformers' ``sdpa`` attention against the formula's
+    FlashAttention terms.  Only without attention dropout (the tiny Llama): with dropout
+    PyTorch's CPU SDPA falls back to its math path, which keeps the s x s matrices like
+    eager attention (the tiny GPT-2 then measures exactly its eager bytes).
+    """
     from tmath import ModelConfig
     from tmath.memory import activation_bytes
 
     config = _check_config(config)
+    attention = _check_attention(attention)
     cfg = ModelConfig.from_hf(config, name=f"tiny-{config['model_type']}")
     dropout = config["model_type"] == "gpt2"
-    kwargs = dict(dtype="fp32", mask_bytes=4, tp=1, attention="eager", dropout=dropout)
+    kwargs = dict(dtype="fp32", mask_bytes=4, tp=1, attention=attention, dropout=dropout)
     hf = activation_bytes(cfg, seq_len, batch, kernels="hf", **kwargs)
     fused = activation_bytes(cfg, seq_len, batch, kernels="fused", **kwargs)
-    measured = measured_layer_bytes(config, seq_len, batch)
-    return ActivationCheck(config["model_type"], seq_len, batch, measured, hf.per_layer,
+    measured = measured_layer_bytes(config, seq_len, batch, attention)
+    return ActivationCheck(config["model_type"], seq_len, batch, attention, measured, hf.per_layer,
                            fused.per_layer, hf.terms)
