@@ -158,6 +158,23 @@ def _crossover_5_err() -> float:
     return 100 * six_n_t_error(preset("llama3-70b"), seq_len=8192)
 
 
+@answer("ex-crossover-6/sat", rel_tol=1e-3)
+def _crossover_6_sat() -> float:
+    """Saturated attention/matmul ratio of Mistral 7B (every layer a 4096 window): W / T*."""
+    from tmath import attention_crossover, preset
+
+    cfg = preset("mistral-7b")
+    return cfg.sliding_window / float(attention_crossover(cfg, window=False))
+
+
+@answer("ex-crossover-6/w", rel_tol=0, abs_tol=0.5, unit="tokens")
+def _crossover_6_w() -> float:
+    """Smallest window for which Mistral 7B's attention catches up: T* without windows."""
+    from tmath import attention_crossover, preset
+
+    return float(attention_crossover(preset("mistral-7b"), window=False))
+
+
 # --- book/ledger/llama3-70b --------------------------------------------------------------
 
 
