@@ -166,8 +166,10 @@ def activation_bytes_per_layer(
     mask (1 byte) and the dropout output (2 bytes); "selective" recomputes
     exactly those.  "full" keeps only the layer
     input (2sbh bytes); sharding it over t with sequence parallelism follows
-    the paper's Sec. 4.2.3 remark.  Other architectures (gated MLP, GQA) change
-    the constants: treat the formula as the paper's GPT case.
+    the paper's Sec. 4.2.3 remark.  Other architectures (gated MLP, GQA, no
+    dropout) change the constants: this is the paper's GPT case, kept for the
+    chapters that discuss it; :func:`activation_bytes` counts each architecture
+    term by term (and adds the norm statistics the paper leaves out).
     """
     s = int_arg("seq_len", seq_len)
     b = int_arg("batch", batch)
@@ -199,7 +201,8 @@ def activation_memory(
     """Korthikanti activation bytes for all ``cfg.num_layers`` layers (per GPU).
 
     Uses ``cfg.hidden_size`` as h and ``cfg.num_heads`` as a; see
-    :func:`activation_bytes_per_layer` for the conventions and the GPT-layout caveat.
+    :func:`activation_bytes_per_layer` for the conventions and the GPT-layout caveat
+    (:func:`activation_bytes` is the per-architecture count the ledger uses).
     """
     per_layer = activation_bytes_per_layer(
         seq_len,
