@@ -150,6 +150,32 @@ def _gpt3_layer_activation_gb() -> float:
     return per_seq * _gpt3_batch_tokens() / cfg.max_position / 1e9
 
 
+def _gpt3_many_gpus_reason() -> bool:
+    """One 2048-token sequence fits one H100 (96 layers, full recompute); the model state and
+    the compute do not fit one device: they, not the 3.2M-token batch, need many GPUs."""
+    from tmath import activation_memory, count_params, training_bytes_per_param
+    from tmath.hardware import hardware
+    from tmath.roofline import REPORTED_RUNS
+
+    cfg = _gpt3()
+    hbm = hardware("H100").hbm_bytes
+    act_full = activation_memory(cfg, cfg.max_position, 1, recompute="full")
+    act_batch_one_layer = _gpt3_layer_activation_gb() * 1e9
+    state = training_bytes_per_param("mixed-adam").total * count_params(cfg).total
+    years = REPORTED_RUNS["gpt3-175b"].reported_flops / hardware("V100").dense_flops / 3.15576e7
+    return bool(act_full < 0.1 * hbm < hbm < act_batch_one_layer and state > 30 * hbm and years > 10)
+
+
+def _gpt3_lr_smallest_batch_largest() -> bool:
+    """Table 2.1: 175B has the smallest learning rate and the largest batch of the eight sizes."""
+    from tmath.gpt import GPT3_TRAINING
+
+    batch, lr = GPT3_TRAINING["gpt3-175b"]
+    return lr == min(v[1] for v in GPT3_TRAINING.values()) and lr < 1e-4 and batch == max(
+        v[0] for v in GPT3_TRAINING.values()
+    )
+
+
 def _gpt3_layer_matmul_flops() -> float:
     cfg = _gpt3()
     d, f = cfg.hidden_size, cfg.intermediate_size
@@ -219,8 +245,9 @@ ERRATA_GPT3: list[Erratum] = [
         unit="",
         compute=lambda: _table_2_1_heads_x_dhead("gpt3-1.3b"),
         cause=(
-            "多头注意力要求 n_heads × d_head = d_model，而 24 × 128 = 3072 ≠ 2048。参数量只取决于 d_model，"
-            "1.3B 不受影响；本书的预设保留 d_model 与 d_head，取 16 个头。"
+            "GPT 系列约定 n_heads × d_head = d_model（这是约定，不是多头注意力的要求），而 24 × 128 = 3072。"
+            "按 3072 计数，注意力的四个矩阵变宽，全模型约 1.52B，舍入不到 1.3B；只有 n_heads × d_head = 2048"
+            " 才与 1.3B 吻合，而 2048/24 不是整数。本书的预设保留 d_model 与 d_head = 128，取 16 个头。"
         ),
         chapter="book/gpt3/architecture",
         fmt=",.0f",
@@ -301,13 +328,48 @@ ERRATA_GPT3: list[Erratum] = [
         unit="GB",
         compute=_gpt3_layer_activation_gb,
         cause=(
-            "78.6 GB 只是一个 [3.2M, 12288] 的 fp16 张量（例如一层的输入）。一层为反向传播保存的激活值"
-            "有几十个这样大小的张量，外加 96 个头的 2048×2048 注意力矩阵：按 Korthikanti 等（2022）"
-            "的公式 sbh(34 + 5as/h) 字节（不重算、不并行；GPT-3 的 5as/h = 80）是 114·sbh 字节，"
-            "而一个 fp16 张量是 2·sbh 字节：约为原文的 57 倍。"
+            "78.6 GB 只是一个 [3.2M, 12288] 的 fp16 张量（例如一层的输入）。一层为反向传播保存的远不止它："
+            "按 Korthikanti 等（2022）的逐项计数（不重算、不并行、softmax 的 2048×2048 矩阵显式保存并带"
+            " dropout），每条 2048 token 的序列一层要存 34·T·d + 5·h·T² 字节，约 2.9 GB；320 万 token"
+            " 若一次穿过一层，约为原文的 57 倍。但激活值随微批次增长，而不是随全局批次：训练从不一次处理"
+            "整个批次（见下一条）。"
         ),
         chapter="book/gpt3/architecture",
         fmt=",.1f",
+    ),
+    Erratum(
+        key="gpt3-batch-many-gpus",
+        seed="000",
+        location="架构参数表之后：1. 显存压力",
+        claim=(
+            "一张 H100 几乎被一层的中间结果撑满。这直接决定了模型必须使用张量并行或数据并行，"
+            "将 320 万个 token 分散到成百上千块显卡上"
+        ),
+        correction=(
+            "激活值随微批次增长，不随全局批次增长：梯度累积让一张卡可以一条序列接一条序列地处理完"
+            " 320 万 token（每条 2048 token 的序列，96 层整层重算只存约 4.8 GB）。需要成百上千块卡的是"
+            "算力（约 3.14 × 10²³ FLOPs，一张 V100 按峰值要算几十年）和模型状态（混合精度 Adam 每参数"
+            " 16 字节，约 2.8 TB）"
+        ),
+        verify=_gpt3_many_gpus_reason,
+        cause=(
+            "把全局批次（每次更新权重用的 token 数）当成了一张卡一次要装下的微批次。"
+            "全局批次决定的是一步的计算量，不是一张卡的激活显存。"
+        ),
+        chapter="book/gpt3/architecture",
+    ),
+    Erratum(
+        key="gpt3-large-lr",
+        seed="000",
+        location="架构参数表之后：3. 梯度下降的平滑度",
+        claim="320 万个 token 的梯度平均……支撑模型使用较大学习率（6 × 10⁻⁵）而不崩溃",
+        correction=(
+            "6 × 10⁻⁵ 是论文表 2.1 八个尺寸里最小的学习率，而 175B 的批次是最大的；"
+            "表中批次与学习率随模型大小一起选定，它不能说明大批次支撑了较大的学习率"
+        ),
+        verify=_gpt3_lr_smallest_batch_largest,
+        cause="把表 2.1 里最小的学习率说成了“较大”。",
+        chapter="book/gpt3/architecture",
     ),
 ]
 

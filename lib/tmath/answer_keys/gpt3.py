@@ -46,25 +46,23 @@ def _arch_3_gpus() -> float:
     return math.ceil(w_bytes / get_hardware("H100").hbm_bytes)
 
 
-def _arch_4(recompute: str) -> float:
-    """Activation bytes of one layer on one GPU (t = 8 + sequence parallel), whole batch, in GB."""
-    from tmath import activation_bytes_per_layer, gpt, preset
+def _arch_4_state_bytes() -> float:
+    """Mixed-precision Adam model state of GPT-3 175B: 16 bytes per parameter."""
+    from tmath import count_params, preset, training_bytes_per_param
 
-    cfg = preset("gpt3-175b")
-    seqs = gpt.GPT3_TRAINING["gpt3-175b"][0] / cfg.max_position
-    per_seq = activation_bytes_per_layer(cfg.max_position, 1, cfg.hidden_size, cfg.num_heads,
-                                         recompute=recompute, tp=8, sequence_parallel=True)
-    return per_seq * seqs / 1e9
+    return training_bytes_per_param("mixed-adam").total * count_params(preset("gpt3-175b")).total
 
 
-@answer("ex-arch-4/none", rel_tol=0.01, unit="GB")
-def _arch_4_none() -> float:
-    return _arch_4("none")
+@answer("ex-arch-4/tb", rel_tol=0.01, unit="TB")
+def _arch_4_tb() -> float:
+    return _arch_4_state_bytes() / 1e12
 
 
-@answer("ex-arch-4/selective", rel_tol=0.01, unit="GB")
-def _arch_4_selective() -> float:
-    return _arch_4("selective")
+@answer("ex-arch-4/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+def _arch_4_gpus() -> float:
+    from tmath import get_hardware
+
+    return math.ceil(_arch_4_state_bytes() / get_hardware("H100").hbm_bytes)
 
 
 @answer("ex-arch-5", rel_tol=0, abs_tol=0.5, unit="个 token")
@@ -72,6 +70,38 @@ def _arch_5() -> float:
     from tmath import preset
 
     return preset("gpt3-175b").vocab_size
+
+
+@answer("ex-arch-2", rel_tol=0, abs_tol=0.01)
+def _arch_2() -> float:
+    # F / d at which the two FFN matrices equal the four attention matrices: 2 d F = 4 d^2.
+    return 2.0
+
+
+def _arch_6(recompute: str) -> int:
+    """Smallest micro-batch of 2048-token sequences whose activations exceed one H100.
+
+    ``"none"``: one layer, nothing recomputed (Korthikanti's 34 T d + 5 h T^2 bytes a
+    sequence); ``"full"``: all layers, full recomputation (2 T d bytes a layer).
+    """
+    from tmath import activation_bytes_per_layer, get_hardware, preset
+
+    cfg = preset("gpt3-175b")
+    per_seq = activation_bytes_per_layer(cfg.max_position, 1, cfg.hidden_size, cfg.num_heads,
+                                         recompute=recompute)
+    if recompute == "full":
+        per_seq *= cfg.num_layers
+    return math.floor(get_hardware("H100").hbm_bytes / per_seq) + 1
+
+
+@answer("ex-arch-6/none", rel_tol=0, abs_tol=0.5, unit="条序列")
+def _arch_6_none() -> float:
+    return _arch_6("none")
+
+
+@answer("ex-arch-6/full", rel_tol=0, abs_tol=0.5, unit="条序列")
+def _arch_6_full() -> float:
+    return _arch_6("full")
 
 
 # --------------------------------------------------------------------- forward
@@ -199,3 +229,40 @@ def _mh_5() -> float:
     from tmath import preset
 
     return preset("gpt3-175b").head_dim
+
+
+def _mh_6_example():
+    from tmath import gpt, toy
+
+    ex = toy.two_head_example()
+    x, h = ex["X"], 2
+    q, k, v = (gpt.split_heads(x @ ex[w], h) for w in ("W_Q", "W_K", "W_V"))
+    weights = gpt.attention_probs(q, k)  # [h, 2, 2]
+    out = gpt.merge_heads(weights @ v) @ ex["W_O"]
+    return weights, out
+
+
+@answer("ex-mh-6/alpha-1", rel_tol=0, abs_tol=5e-4)
+def _mh_6_alpha_1() -> float:
+    # head 1, query x_2, key x_1: alpha_21^(1)
+    return float(_mh_6_example()[0][0, 1, 0])
+
+
+@answer("ex-mh-6/alpha-2", rel_tol=0, abs_tol=5e-4)
+def _mh_6_alpha_2() -> float:
+    return float(_mh_6_example()[0][1, 1, 0])
+
+
+@answer("ex-mh-6/a2", rel_tol=0, abs_tol=5e-4)
+def _mh_6_a2() -> float:
+    # the first component of a_2 = o_2 W^O
+    return float(_mh_6_example()[1][1, 0])
+
+
+@answer("ex-mh-7/flops", rel_tol=1e-3, unit="FLOPs")
+def _mh_7_flops() -> float:
+    # concat + W^O as one einsum "cth,chD->tD" over c (heads) and h (head dims): 2 T d^2
+    from tmath import preset
+
+    c = preset("gpt3-175b")
+    return 2 * c.max_position * c.num_heads * c.head_dim * c.hidden_size
