@@ -24,8 +24,8 @@ def test_multihead_draws_the_four_stages_in_order_with_the_configs_numbers():
     texts = _texts(fig)
     plt.close(fig)
     pos = -1
-    for step in ["× $W^Q$", "按列切成 h 段（拆分头）", "头 1", "头 96", "拼接（Concat）",
-                 "× $W^O$"]:
+    for step in [r"× $\mathbf{W}^Q$", "按列切成 h 段（拆分头）", "头 1", "头 96",
+                 "拼接（Concat）", r"× $\mathbf{W}^O$"]:
         pos = texts.index(step, pos + 1)
     assert "[T, 12,288] → [96, T, 128]" in texts and "96 × 128 = 12,288" in texts
 

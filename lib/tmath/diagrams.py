@@ -293,16 +293,18 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
     proj_x = (1.3, 3.0, 4.7)
     for x, name in zip(proj_x, ("Q", "K", "V"), strict=True):
         _arrow(ax, (cx, y_in + bh / 2), (x, y_proj - bh / 2))
-        _box(ax, x, y_proj, 1.25, bh, f"× $W^{name}$", role="matmul")
+        _box(ax, x, y_proj, 1.25, bh, f"× $\\mathbf{{W}}^{name}$", role="matmul")
         _arrow(ax, (x, y_proj + bh / 2), (x, y_split - bh / 2))
-    _note(ax, note_x, y_proj, f"一次大乘法：\n$W^Q, W^K, W^V$: {shape(d, d)}\n结果各 {shape(seq, d)}")
+    weights = r"$\mathbf{W}^Q, \mathbf{W}^K, \mathbf{W}^V$"
+    _note(ax, note_x, y_proj, f"一次大乘法：\n{weights}: {shape(d, d)}\n结果各 {shape(seq, d)}")
 
     _box(ax, cx, y_split, 4.6, bh, "按列切成 h 段（拆分头）", role="elementwise")
     _note(ax, note_x, y_split, f"{shape(seq, d)} → {shape(h, seq, dh)}\n第 c 段就是第 c 个头")
 
     head_x = (0.75, 2.15, 3.85, 5.25)
     labels = ("头 1", "头 2", "…", f"头 {h}")
-    maths = ("$A^{(1)}V^{(1)}$", "$A^{(2)}V^{(2)}$", "", f"$A^{{({h})}}V^{{({h})}}$")
+    maths = (r"$\mathbf{P}^{(1)}\mathbf{V}^{(1)}$", r"$\mathbf{P}^{(2)}\mathbf{V}^{(2)}$", "",
+             f"$\\mathbf{{P}}^{{({h})}}\\mathbf{{V}}^{{({h})}}$")
     for x, lab, m in zip(head_x, labels, maths, strict=True):
         if lab == "…":
             ax.text(x, y_head, "…", ha="center", va="center", fontsize=14)
@@ -312,7 +314,9 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
         _arrow(ax, (x, y_head + 0.45), (cx, y_cat - bh / 2))
     _note(
         ax, note_x, y_head,
-        f"每个头各算一次：\n$A = \\mathrm{{softmax}}(QK^\\top/\\sqrt{{{dh}}} + M)$\n"
+        "每个头各算一次：\n"
+        r"$\mathbf{P} = \mathrm{softmax}(\mathbf{Q}\mathbf{K}^\top/\sqrt{"
+        f"{dh}" r"} + M)$" "\n"
         f"输出各 {shape(seq, dh)}\n{h} 个头互不相干",
     )
 
@@ -320,8 +324,8 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
     _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
     _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
 
-    _box(ax, cx, y_o, 3.0, bh, "× $W^O$", role="matmul")
-    _note(ax, note_x, y_o, f"$W^O$: {shape(d, d)}\n把各头的结果混合起来")
+    _box(ax, cx, y_o, 3.0, bh, r"× $\mathbf{W}^O$", role="matmul")
+    _note(ax, note_x, y_o, r"$\mathbf{W}^O$: " + f"{shape(d, d)}\n把各头的结果混合起来")
     _arrow(ax, (cx, y_o + bh / 2), (cx, y_out - bh / 2))
     _box(ax, cx, y_out, 3.0, bh, "多头注意力的输出", role="io")
     _note(ax, note_x, y_out, shape(seq, d))
