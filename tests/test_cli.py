@@ -95,6 +95,7 @@ def test_preset_table_and_presets_list():
 def test_hardware_listing():
     r = run("hardware")
     assert r.returncode == 0 and "H100" in r.stdout and "989.0" in r.stdout
+    assert "81,559 MiB" in r.stdout and "GB = 1e9 bytes" in r.stdout  # the two capacity conventions
 
 
 def test_sweep_equals_training_flops():

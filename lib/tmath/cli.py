@@ -106,10 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             for h in HARDWARE.values():
                 tdp = f"{h.tdp_watts:g} W" if h.tdp_watts else "n/a"
+                smi = (f"  (nvidia-smi: {h.runtime_total_bytes / 2**20:,.0f} MiB)"
+                       if h.runtime_total_bytes else "")
                 print(
                     f"{h.name:<7} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
                     f"{h.hbm_bytes / 1e9:5.0f} GB  {h.hbm_bandwidth / 1e12:5.3f} TB/s  {tdp:>6}  [{h.source}]"
+                    + smi
                 )
+            print("GB = 1e9 bytes (datasheet capacity, what feasibility compares against; "
+                  "`ledger --hbm-gb` overrides it)")
             return 0
         _check_flags(args)
         cfg = _load_cfg(args)
