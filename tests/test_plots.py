@@ -22,6 +22,12 @@ REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements.txt"
 SAMPLE = "每 token 的训练 FLOPs：6PT ≈ 3.14 × 10²³，T ≤ 8D → αβγ Δσ x₁ h² −1 μs（秒）"
 
 
+def png_dpi(data: bytes) -> float:
+    """The resolution a PNG declares (its pHYs chunk), as the smaller of x and y; 0 if none."""
+    dpi = Image.open(io.BytesIO(data)).info.get("dpi")
+    return float(min(dpi)) if dpi else 0.0
+
+
 def render_png(text: str, family: list[str] | None = None) -> bytes:
     """A small figure with ``text`` in title, axis label, legend and annotation, as PNG."""
     with matplotlib.rc_context({"font.family": family} if family else {}):
@@ -65,6 +71,13 @@ def test_chinese_resolves_to_the_noto_cjk_file_from_mplfonts():
     assert all(font.get_char_index(ord(c)) for c in "训练参数量注意力序列长度")
 
 
+def test_the_font_list_falls_back_to_noto_for_chinese():
+    """The fonts matplotlib uses for a text, in order: DejaVu Sans first, Noto Sans CJK SC after."""
+    props = font_manager.FontProperties(family=matplotlib.rcParams["font.family"])
+    paths = [Path(p).name for p in font_manager.fontManager._find_fonts_by_props(props)]
+    assert paths[:2] == ["DejaVuSans.ttf", "NotoSansCJKsc-Regular.otf"]
+
+
 def test_figure_text_renders_with_no_missing_glyph_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -79,9 +92,9 @@ def test_without_the_cjk_font_the_same_text_warns():
 
 
 def test_saved_png_is_150_dpi():
-    image = Image.open(io.BytesIO(render_png("分辨率")))
-    dpi_x, dpi_y = image.info["dpi"]
-    assert round(dpi_x) >= 150 and round(dpi_y) >= 150
+    png = render_png("分辨率")
+    assert round(png_dpi(png)) == 150
+    image = Image.open(io.BytesIO(png))
     # a 4 x 3 inch figure at 150 dpi is 600 x 450 pixels
     assert image.size == (600, 450)
 
@@ -97,6 +110,16 @@ def test_inline_backend_renders_at_figure_dpi():
     png = print_figure(fig, "png", bbox_inches=None)
     plt.close(fig)
     assert Image.open(io.BytesIO(png)).size == (300, 300)
+    assert round(png_dpi(png)) == 150
+
+
+def test_png_dpi_reads_a_low_resolution_png():
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, format="PNG", dpi=(72, 72))
+    assert round(png_dpi(buf.getvalue())) == 72
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, format="PNG")
+    assert png_dpi(buf.getvalue()) == 0.0
 
 
 def test_mplfonts_is_pinned():
