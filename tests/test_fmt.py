@@ -200,6 +200,15 @@ def test_nan_raises(func):
         func(np.float64("nan"))
 
 
+def test_sympy_infinities_nan_and_complex():
+    assert fmt.sci(sp.oo) == "∞" and fmt.num(-sp.oo) == "−∞"
+    with pytest.raises(ValueError, match="nan"):
+        fmt.num(sp.nan)
+    with pytest.raises(TypeError, match="x must be a real number"):
+        fmt.num(sp.I + 1)
+    assert fmt.sci(sp.pi * 10**30, 5) == "3.1416 × 10³⁰"
+
+
 def test_inf_is_a_symbol_or_an_error():
     assert fmt.sci(float("inf")) == "∞"
     assert fmt.sci(-math.inf) == "−∞"

@@ -75,10 +75,12 @@ def _exact(x: object, name: str, func: str) -> Fraction | float:
         v = float(x)
         return v if not math.isfinite(v) else Fraction(v)
     if type(x).__module__.split(".")[0] == "sympy" and getattr(x, "is_number", False):
-        if x.is_real is False or x.is_extended_real is False:  # type: ignore[attr-defined]
+        if x.is_extended_real is False:  # type: ignore[attr-defined]
             raise TypeError(f"{func}(): {name} must be a real number, got complex {x!r}")
         value = x.evalf(40)  # type: ignore[attr-defined]
-        if value.is_finite is False:
+        import sympy  # already imported: x is a SymPy object
+
+        if value.is_infinite or value is sympy.nan:  # sp.oo, -sp.oo, sp.nan
             return float(value)
         if value.is_real:
             return Fraction(str(value))
