@@ -81,7 +81,7 @@ def test_figure_has_three_panels():
 
 def test_ledger_text_names_the_model_and_settings():
     text = calculator.ledger_text("qwen2-7b", seq_len=2048, tp=2)
-    assert "qwen2-7b" in text and "T=2048" in text and "tp=2" in text
+    assert "qwen2-7b" in text and "T=2048" in text and "TP=2" in text and text.startswith("部署：可行")
 
 
 def test_widget_builds_and_redraws(capsys):

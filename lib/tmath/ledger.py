@@ -45,10 +45,6 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:,.0f} B"
 
 
-def _fmt_sci(x: float) -> str:
-    return f"{x:.4e}"
-
-
 def _gb(n: float) -> str:
     return f"{n / 1e9:,.1f} GB"
 
@@ -234,71 +230,95 @@ def build_ledger(
     }
 
 
+# Chinese names of the breakdown keys (tmath.params and tmath.flops), for the printed ledger.
+PART_ZH = {
+    "embedding": "词嵌入", "positions": "位置嵌入", "attention": "注意力", "mlp": "MLP",
+    "routed_experts": "路由专家", "shared_experts": "共享专家", "router": "路由器",
+    "norms": "归一化", "lm_head": "输出层（LM head）", "attention_proj": "注意力投影（Q/K/V/O）",
+    "attention_scores": "注意力得分 QKᵀ", "attention_values": "注意力加权 PV", "rope": "旋转位置表",
+    "attention_recompute": "反向重算 QKᵀ",
+}
+RECOMPUTE_ZH = {"none": "不重算", "selective": "选择性重算", "full": "完全重算"}
+
+
+def _width(text: str) -> int:
+    """Columns a terminal gives ``text``: CJK characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def _table(rows: list[tuple[str, str]]) -> str:
-    w = max(len(k) for k, _ in rows)
-    vw = max(len(v) for _, v in rows)
+    w = max(_width(k) for k, _ in rows)
+    vw = max(_width(v) for _, v in rows)
     out = []
     for k, v in rows:
         if v == "" and not k.startswith(" "):
             out.append(f"\n{k}")
         else:
-            out.append(f"  {k:<{w}}  {v:>{vw}}")
+            out.append(f"  {k}{' ' * (w - _width(k))}  {' ' * (vw - _width(v))}{v}")
     return "\n".join(out).lstrip("\n")
 
 
 def render_text(led: dict[str, Any]) -> str:
-    """The ledger as the aligned text table the command line prints."""
+    """The ledger as the aligned text table the command line prints (in Chinese).
+
+    The deployment verdict comes first: a number for a setup that does not fit is
+    never printed without saying so.
+    """
+    from tmath.fmt import sci
+
     m, s, p, f = led["model"], led["settings"], led["params"], led["training_flops"]
     kv, tm, d = led["kv_cache"], led["training_memory"], led["decode"]
     feas, lay = led["feasibility"], led["tp_layout"]
+    head = [f"部署：{feas['verdict_zh']}"]
+    if not feas["feasible"]:
+        head.append("下面的解码与训练数字假设这一部署存在，只作对照。")
     rows: list[tuple[str, str]] = [
-        (f"Model {m['name']} ({m['model_type']})", ""),
+        (f"模型 {m['name']}（{m['model_type']}）", ""),
         ("D / F / L", f"{m['hidden_size']} / {m['intermediate_size']} / {m['num_layers']}"),
         ("N / K / H / V", f"{m['num_heads']} / {m['num_kv_heads']} / {m['head_dim']} / {m['vocab_size']}"),
-        ("settings", f"T={s['seq_len']} B={s['batch']} {s['dtype']} tp={s['tp']} {s['gpu']}"),
-        ("Parameters", ""),
-        ("total", _fmt_int(p["total"])),
-        ("active per token", _fmt_int(p["active"])),
+        ("设置", f"T={s['seq_len']} B={s['batch']} {s['dtype']} TP={s['tp']} {s['gpu']}"),
+        ("参数量", ""),
+        ("总数", _fmt_int(p["total"])),
+        ("每 token 激活", _fmt_int(p["active"])),
     ]
-    rows += [(f"  {k}", _fmt_int(v)) for k, v in p["breakdown"].items()]
+    rows += [(f"  {PART_ZH.get(k, k)}", _fmt_int(v)) for k, v in p["breakdown"].items()]
     rows += [
-        ("Training FLOPs per step (fwd+bwd)", ""),
-        ("total (full attention)", _fmt_sci(f["total"])),
-        ("total (causal)", _fmt_sci(f["total_causal"])),
+        ("每步训练 FLOPs（前向 + 反向）", ""),
+        ("总数（全量注意力）", sci(f["total"])),
+        ("总数（因果）", sci(f["total_causal"])),
     ]
-    rows += [(f"  {k}", _fmt_sci(v)) for k, v in f["breakdown"].items()]
+    rows += [(f"  {PART_ZH.get(k, k)}", sci(v) if v else "0") for k, v in f["breakdown"].items()]
     rows += [
-        (f"6·P·tokens (P = {f['six_n_t_uses']})", _fmt_sci(f["six_n_t"])),
-        ("6PT relative error", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
+        (f"6·P·token 数（P = {f['six_n_t_uses']}）", sci(f["six_n_t"])),
+        ("6PT 相对误差", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
         ("KV cache", ""),
-        ("per token", _fmt_bytes(kv["bytes_per_token"])),
-        (f"per sequence (T={s['seq_len']})", _fmt_bytes(kv["bytes_per_sequence"])),
-        ("Training memory", ""),
-        (f"states ({s['recipe']}, {tm['bytes_per_param']} B/param)", _fmt_bytes(tm["states_bytes"])),
+        ("每 token", _fmt_bytes(kv["bytes_per_token"])),
+        (f"每条序列（T={s['seq_len']}）", _fmt_bytes(kv["bytes_per_sequence"])),
+        ("训练显存", ""),
+        (f"状态（{s['recipe']}，每参数 {tm['bytes_per_param']} B）", _fmt_bytes(tm["states_bytes"])),
     ]
     rows += [
-        (f"activations, recompute={k}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
+        (f"激活，{RECOMPUTE_ZH.get(k, k)}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
     ]
     rows += [
-        ("Decode step lower bound", ""),
-        ("bytes read per GPU", _fmt_bytes(d["bytes_per_gpu"])),
-        ("step time", f"{1e3 * d['step_seconds']:.3f} ms"),
-        ("tokens/s per sequence", f"{d['tokens_per_s_per_seq']:,.1f}"),
-        ("tokens/s (batch)", f"{d['tokens_per_s']:,.1f}"),
+        ("解码一步的下界", ""),
+        ("每卡读取字节", _fmt_bytes(d["bytes_per_gpu"])),
+        ("一步时间", f"{1e3 * d['step_seconds']:.3f} ms"),
+        ("每条序列 token/s", f"{d['tokens_per_s_per_seq']:,.1f}"),
+        ("整批 token/s", f"{d['tokens_per_s']:,.1f}"),
     ]
     if d.get("experts_read_per_moe_layer") is not None:
-        rows.append(("routed experts read per MoE layer", f"{d['experts_read_per_moe_layer']:,.2f}"))
+        rows.append(("每个 MoE 层读取的路由专家", f"{d['experts_read_per_moe_layer']:,.2f}"))
     rows += [
-        ("Training step at 100% of peak", ""),
-        (f"time on {s['tp']}x{s['gpu']}", f"{led['step_time_at_peak_s']:.4g} s"),
+        ("峰值算力下的一个训练步", ""),
+        (f"{s['tp']}×{s['gpu']} 上的时间", f"{led['step_time_at_peak_s']:.4g} s"),
     ]
     if led["step_energy_at_peak_j"] is not None:
-        rows.append(("energy (TDP, PUE 1)", f"{led['step_energy_at_peak_j']:.4g} J"))
+        rows.append(("能耗（按 TDP，PUE 1）", f"{led['step_energy_at_peak_j']:.4g} J"))
     checked = "" if tm["activation_checked"] else f"；{m['model_type']} 按通用块估算，未与实测核对"
-    notes = [
-        f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子{checked}）",
-        f"部署：{feas['verdict_zh']}",
-    ]
+    notes = [f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子{checked}）"]
     if d.get("experts_read_per_moe_layer") is not None:
         notes.append(
             f"MoE：一步 {s['batch']} 个 token，每个 MoE 层按均匀路由期望读到 "
@@ -306,4 +326,4 @@ def render_text(led: dict[str, Any]) -> str:
         )
     if lay["note_zh"]:
         notes.append(lay["note_zh"])
-    return _table(rows) + "\n\n" + "\n".join(notes)
+    return "\n".join(head) + "\n\n" + _table(rows) + "\n\n" + "\n".join(notes)
