@@ -137,11 +137,11 @@ def test_chain_quantities_carry_units():
     )
     q = dict((f"{i}:{name}", str(v)) for i, (name, v) in enumerate(chain_quantities(c)))
     # by hand: 3.6e18 FLOP / 1e12 FLOP/J = 3.6e6 J = 1 kWh; x1.5 / 0.5 = 3 kWh; x0.4 = 1.2 kg; x2 = 6 L
-    assert q["2:energy at peak efficiency"] == "3600000.0*joule"
-    assert q["3:energy at peak efficiency"] == "1.0*kWh"
-    assert q["5:with utilization"] == "3.0*kWh"
-    assert q["6:emissions"] == "1.2*kgCO2e"
-    assert q["7:water"] == "6.0*liter"
+    assert q["2:峰值能效下的电能"] == "3600000.0*joule"
+    assert q["3:峰值能效下的电能（换成千瓦时）"] == "1.0*kWh"
+    assert q["5:计入利用率"] == "3.0*kWh"
+    assert q["6:排放"] == "1.2*kgCO2e"
+    assert q["7:用水"] == "6.0*liter"
 
 
 def test_doubling_years_by_hand():

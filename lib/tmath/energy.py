@@ -80,17 +80,57 @@ class EnergyChain:
         return self.kgco2 / 1e3
 
     def steps(self) -> list[Step]:
-        """The chain as printable steps, in order."""
-        return [
-            Step("training compute", self.flops, "FLOP", "given"),
-            Step("hardware efficiency", self.flops_per_watt, "FLOP/J", "peak FLOP/s / TDP"),
-            Step("energy at peak efficiency", self.joules, "J", "FLOP / (FLOP/J)"),
-            Step("energy at peak efficiency", self.kwh_ideal, "kWh", "/ 3.6e6 J/kWh"),
-            Step("with facility overhead", self.kwh_facility, "kWh", f"x PUE {self.pue:g}"),
-            Step("with utilization", self.kwh, "kWh", f"/ utilization {self.utilization:g}"),
-            Step("emissions", self.kgco2, "kgCO2e", f"x {self.grid_kgco2_per_kwh:g} kgCO2e/kWh"),
-            Step("water", self.water_l, "L", f"x {self.water_l_per_kwh:g} L/kWh"),
-        ]
+        """The chain as printable steps, in order (names and operations in Chinese)."""
+        from tmath import fmt
+
+        values = (self.flops, self.flops_per_watt, self.joules, self.kwh_ideal,
+                  self.kwh_facility, self.kwh, self.kgco2, self.water_l)
+        ops = (
+            "给定",
+            "峰值 FLOP/s ÷ TDP",
+            "FLOP ÷ (FLOP/J)",
+            f"÷ {fmt.sci(3.6e6, 2)} J/kWh",
+            f"× PUE {_plain(self.pue)}",
+            f"÷ 利用率 {_plain(self.utilization)}",
+            f"× {_plain(self.grid_kgco2_per_kwh)} kg CO₂e/kWh",
+            f"× {_plain(self.water_l_per_kwh)} L/kWh",
+        )
+        return [Step(n, v, unit, op) for n, v, unit, op
+                in zip(STEP_NAMES, values, _STEP_UNITS, ops, strict=True)]
+
+
+#: The names of the chain's steps, as the book prints them.
+STEP_NAMES: tuple[str, ...] = (
+    "训练计算量", "硬件能效", "峰值能效下的电能", "峰值能效下的电能（换成千瓦时）",
+    "计入机房开销", "计入利用率", "排放", "用水",
+)
+_STEP_UNITS = ("FLOP", "FLOP/J", "J", "kWh", "kWh", "kWh", "kgCO2e", "L")
+#: How a unit of :func:`chain_quantities` or :meth:`EnergyChain.steps` is printed.
+UNIT_TEXT: dict[str, str] = {
+    "FLOP": "FLOP", "FLOP/J": "FLOP/J", "FLOP/(second*watt)": "FLOP/(s·W)", "joule": "J",
+    "J": "J", "kWh": "kWh", "kgCO2e": "kg CO₂e", "liter": "L", "L": "L",
+}
+
+
+def quantity_text(q: Any, digits: int = 4) -> str:
+    """A SymPy quantity of :func:`chain_quantities` as a textbook writes it.
+
+    ``3.6e18*FLOP`` -> ``"3.600 × 10¹⁸ FLOP"`` (number through :func:`tmath.fmt.num`,
+    unit as :data:`UNIT_TEXT` writes it).
+    """
+    from tmath import fmt
+
+    coeff, unit = q.as_coeff_Mul()
+    text, x = str(unit), float(coeff)
+    number = fmt.sci(x, digits) if x != 0 and not 1e-3 <= abs(x) < 1e6 else fmt.num(x, digits)
+    return f"{number} {UNIT_TEXT.get(text, text)}"
+
+
+def _plain(x: float) -> str:
+    """An input of the chain (PUE 1.1, utilization 0.4) as typed: ``1.1``, ``0.4``."""
+    from tmath import fmt
+
+    return f"{x:g}" if x == 0 or 1e-3 <= abs(x) < 1e6 else fmt.sci(x, 3)
 
 
 def _num(name: str, v: Any, *, lo: float = 0.0, lo_open: bool = True, hi: float | None = None) -> float:
@@ -237,16 +277,8 @@ def chain_quantities(c: EnergyChain) -> list[tuple[str, Any]]:
     kwh = kwh_facility / q(c.utilization)
     co2 = sp.expand(kwh * q(c.grid_kgco2_per_kwh) * kgco2e / kwh_unit)
     water = sp.expand(kwh * q(c.water_l_per_kwh) * u.liter / kwh_unit)
-    out = [
-        ("training compute", flops),
-        ("hardware efficiency", eff),
-        ("energy at peak efficiency", joules),
-        ("energy at peak efficiency", kwh_ideal),
-        ("with facility overhead", kwh_facility),
-        ("with utilization", kwh),
-        ("emissions", co2),
-        ("water", water),
-    ]
+    out = list(zip(STEP_NAMES, (flops, eff, joules, kwh_ideal, kwh_facility, kwh, co2, water),
+                   strict=True))
     targets = [flop, flop / (u.second * u.watt), u.joule, kwh_unit, kwh_unit, kwh_unit, kgco2e, u.liter]
     floats = [c.flops, c.flops_per_watt, c.joules, c.kwh_ideal, c.kwh_facility, c.kwh, c.kgco2, c.water_l]
     for (name, val), target, ref in zip(out, targets, floats, strict=True):

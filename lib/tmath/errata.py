@@ -76,13 +76,16 @@ class Erratum:
         """``x`` as the appendix prints it, through :mod:`tmath.fmt` (never e-notation).
 
         A ``"g"`` format (``".4g"``) gives that many significant digits with
-        :func:`tmath.fmt.num` (``3.229 × 10²³``, ``41.49``); a fixed format
+        :func:`tmath.fmt.sci` from 10⁶ up (``3.229 × 10²³``) and :func:`tmath.fmt.num`
+        below (``41.49``, ``2,048``); a fixed format
         (``",.0f"``, ``".2f"``) is kept as is, since it never writes an exponent.
         """
         from tmath import fmt as _fmt
 
         if self.fmt.endswith("g"):
             digits = int(self.fmt.lstrip(",.").rstrip("g") or 6)
+            if x != 0 and abs(x) >= 1e6:
+                return _fmt.sci(x, digits)
             return _fmt.num(x, digits)
         return f"{x:{self.fmt}}"
 
