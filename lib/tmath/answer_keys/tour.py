@@ -28,12 +28,26 @@ def _tour_2() -> float:
     return math.floor(1287 / 12) + 1
 
 
-@answer("ex-tour-3", rel_tol=0, abs_tol=0.005, unit="%")
-def _tour_3() -> float:
+def _tour_3_untied():
     from tmath import count_params, preset
 
     cfg = preset("gpt3-175b")
-    return 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / count_params(cfg).total
+    untied = cfg.replace(tie_embeddings=False)
+    return cfg, count_params(cfg).total, count_params(untied).total
+
+
+@answer("ex-tour-3/extra", rel_tol=0, abs_tol=0.5, unit="个参数")
+def _tour_3_extra() -> float:
+    # An untied LM head adds one V x d matrix.
+    _, tied, untied = _tour_3_untied()
+    return untied - tied
+
+
+@answer("ex-tour-3/share", rel_tol=0, abs_tol=0.005, unit="%")
+def _tour_3_share() -> float:
+    # Token embedding, positions and the untied LM head, as a share of the untied model.
+    cfg, _, untied = _tour_3_untied()
+    return 100 * (2 * cfg.vocab_size + cfg.max_position) * cfg.hidden_size / untied
 
 
 @answer("ex-tour-4", rel_tol=1e-6)
