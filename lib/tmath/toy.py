@@ -41,6 +41,8 @@ __all__ = [
     "previous_token_targets",
     "train_previous_token",
     "previous_token_weight",
+    "TWO_HEAD_EXAMPLE",
+    "two_head_example",
 ]
 
 
@@ -227,3 +229,20 @@ def previous_token_weight(A: np.ndarray) -> float:
         A = A[None]
     T = A.shape[-1]
     return float(np.mean([A[:, i, i - 1] for i in range(1, T)]))
+
+
+#: A multi-head attention small enough to run 8.10'-8.15' by hand: two tokens, d = 4,
+#: h = 2 heads of d_head = 2 (head c uses columns 2c-1, 2c of W^Q, W^K, W^V and rows
+#: 2c-1, 2c of W^O).  Rows of X are the tokens x_1, x_2.  No biases.
+TWO_HEAD_EXAMPLE: dict[str, tuple[tuple[int, ...], ...]] = {
+    "X": ((1, 0, 1, 0), (0, 1, 1, 1)),
+    "W_Q": ((1, 0, 0, 1), (0, 1, 1, 0), (1, 1, 0, 0), (0, 0, 1, 1)),
+    "W_K": ((1, 0, 1, 0), (1, 1, 0, 0), (0, 1, 0, 1), (0, 0, 1, 1)),
+    "W_V": ((1, 0, 1, 0), (0, 1, 0, 0), (1, 0, 0, 1), (0, 1, 1, 0)),
+    "W_O": ((1, 0, 0, 1), (0, 1, 0, 0), (0, 0, 1, 0), (1, 0, 0, -1)),
+}
+
+
+def two_head_example() -> dict[str, np.ndarray]:
+    """:data:`TWO_HEAD_EXAMPLE` as float arrays (``X`` is ``[2, 4]``, the weights ``[4, 4]``)."""
+    return {k: np.array(v, dtype=float) for k, v in TWO_HEAD_EXAMPLE.items()}

@@ -229,3 +229,40 @@ def _mh_5() -> float:
     from tmath import preset
 
     return preset("gpt3-175b").head_dim
+
+
+def _mh_6_example():
+    from tmath import gpt, toy
+
+    ex = toy.two_head_example()
+    x, h = ex["X"], 2
+    q, k, v = (gpt.split_heads(x @ ex[w], h) for w in ("W_Q", "W_K", "W_V"))
+    weights = gpt.attention_probs(q, k)  # [h, 2, 2]
+    out = gpt.merge_heads(weights @ v) @ ex["W_O"]
+    return weights, out
+
+
+@answer("ex-mh-6/alpha-1", rel_tol=0, abs_tol=5e-4)
+def _mh_6_alpha_1() -> float:
+    # head 1, query x_2, key x_1: alpha_21^(1)
+    return float(_mh_6_example()[0][0, 1, 0])
+
+
+@answer("ex-mh-6/alpha-2", rel_tol=0, abs_tol=5e-4)
+def _mh_6_alpha_2() -> float:
+    return float(_mh_6_example()[0][1, 1, 0])
+
+
+@answer("ex-mh-6/a2", rel_tol=0, abs_tol=5e-4)
+def _mh_6_a2() -> float:
+    # the first component of a_2 = o_2 W^O
+    return float(_mh_6_example()[1][1, 0])
+
+
+@answer("ex-mh-7/flops", rel_tol=1e-3, unit="FLOPs")
+def _mh_7_flops() -> float:
+    # concat + W^O as one einsum "cth,chD->tD" over c (heads) and h (head dims): 2 T d^2
+    from tmath import preset
+
+    c = preset("gpt3-175b")
+    return 2 * c.max_position * c.num_heads * c.head_dim * c.hidden_size
