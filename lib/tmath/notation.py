@@ -55,6 +55,7 @@ _FLASH = "第三部分：FlashAttention"
 _ENERGY = "第四部分：从 FLOPs 到千瓦时"
 _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
+_MEMORY = "显存与重计算"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -66,6 +67,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _MOE: ("ledger/moe-deepseek",),
     _FLASH: ("flash/",),
     _ENERGY: ("energy/",),
+    _MEMORY: ("ledger/memory",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -228,6 +230,13 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("s_inf", r"s_{\text{inf}}", "推理在训练加推理总能耗中的占比", scope=_ENERGY,
              assumptions=_POS),
+    Notation("b_mask", r"b_{\text{mask}}", "dropout 掩码每个元素的字节数（CUDA 的融合 dropout 为 1）",
+             scope=_MEMORY, assumptions=_POS),
+    Notation("b_stat", r"b_{\text{stat}}", "归一化统计量（均值、rstd）每个元素的字节数（总是 fp32，为 4）",
+             scope=_MEMORY, assumptions=_POS),
+    Notation("L_seg", r"L_{\text{seg}}", "分段重计算中每段的层数（每段只存段的输入）", scope=_MEMORY),
+    Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
+             scope=_MEMORY, assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (
