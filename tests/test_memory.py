@@ -234,3 +234,23 @@ def test_activation_bytes_bad_input():
         tmath.activation_bytes(cfg, 128, 0)
     with pytest.raises(ValueError, match="dtype"):
         tmath.activation_bytes(cfg, 128, dtype="fp12")
+
+
+def test_activation_symbols_are_the_notation_registry_letters():
+    # Issue 14, item 1: the derivation speaks the book's letters (T B D N K H F n_TP b ...),
+    # not Korthikanti's s b h a; a symbol outside tmath.notation would fail here.
+    import sympy as sp
+
+    from tmath import notation, symbolic
+
+    assert set(symbolic.ACT_SYMBOLS) == set(symbolic.ACT_KEYS)
+    for key, symbol in symbolic.ACT_SYMBOLS.items():
+        assert symbol is notation.sym(key)
+    T, B, D, N = notation.syms("T B D N")
+    gpt = sum(symbolic.activation_layer_terms("gpt").values())
+    subs = {notation.sym("H"): D / N, notation.sym("d_v"): D / N, notation.sym("F"): 4 * D,
+            notation.sym("b"): 2, notation.sym("b_mask"): 1, notation.sym("b_stat"): 4,
+            notation.sym("n_TP"): 1}
+    # Korthikanti's sbh(34 + 5as/h) in the book's letters, plus the LayerNorm statistics 16TB
+    assert sp.simplify(gpt.subs(subs) - (T * B * D * (34 + 5 * N * T / D) + 16 * T * B)) == 0
+    assert {s.name for s in gpt.free_symbols} <= {e.sympy_name for e in notation.SYMBOLS.values()}

@@ -307,14 +307,15 @@ def activation_bytes(
         raise TypeError(f"dropout must be a bool or None, got {dropout!r}")
     d = cfg.qk_head_dim if cfg.is_mla else cfg.head_dim
     e = cfg.value_head_dim if cfg.is_mla else cfg.head_dim
-    values = {"s": s, "b": b, "h": cfg.hidden_size, "a": cfg.num_heads,
-              "k": layout.kv_heads_per_gpu * t, "d": d, "e": e, "t": Fraction(t),
-              "alpha": Fraction(alpha), "mu": Fraction(mask_bytes), "sigma": 4}
+    # keyed by tmath.symbolic.ACT_KEYS, the notation registry's letters
+    values = {"T": s, "B": b, "D": cfg.hidden_size, "N": cfg.num_heads,
+              "K": layout.kv_heads_per_gpu * t, "H": d, "d_v": e, "n_TP": Fraction(t),
+              "b": Fraction(alpha), "b_mask": Fraction(mask_bytes), "b_stat": 4}
 
     def layer(f: int) -> dict[str, float]:
         terms = activation_layer_terms(block, recompute=recompute, attention=attention,
                                        kernels=kernels, sequence_parallel=sequence_parallel,
-                                       values=dict(values, f=f))
+                                       values=dict(values, F=f))
         if not dropout:
             terms = {k_: v_ for k_, v_ in terms.items() if "dropout" not in k_}
         return {k_: float(v_) for k_, v_ in terms.items()}

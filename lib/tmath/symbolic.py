@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from tmath.notation import syms
+from tmath.notation import sym, syms
 
 #: Model width, FFN width, layers, vocabulary and context length (Part I's letters),
 #: from the book's notation registry (:mod:`tmath.notation`).
@@ -323,24 +323,26 @@ def entrywise_split_difference(n: int = 2, width: int = 4, h: int = 2) -> sp.Mat
 
 # --- activations saved for backward, per layer, per architecture ------------------
 #
-# Every term is (bytes it costs, whether tensor parallelism splits it).  The symbols:
-# s sequence length, b micro-batch (sequences per GPU per step, not the global batch),
-# h width, a query heads, k KV heads, d head dim (queries/keys), e value head dim,
-# f MLP hidden width (4h for GPT, intermediate_size for a gated MLP), t tensor-parallel
-# degree, alpha bytes per activation (2 bf16, 4 fp32), mu bytes per dropout-mask element
-# (1: CUDA's fused dropout keeps a bool mask; on the CPU PyTorch keeps the scaled mask in
-# the activation dtype, mu = alpha), sigma bytes of a norm statistic (4: LayerNorm's mean
-# and rstd and RMSNorm's rstd are float32 whatever the activation dtype).
+# Every term is (bytes it costs, whether tensor parallelism splits it).  The symbols are
+# the book's (tmath.notation): T sequence length, B micro-batch (sequences per GPU per
+# step, not the global batch), D width, N query heads, K KV heads, H head dim
+# (queries/keys), d_v value head dim (= H except MLA), F MLP hidden width (4D for GPT,
+# intermediate_size for a gated MLP), n_TP tensor-parallel degree, b bytes per
+# activation (2 bf16, 4 fp32), b_mask bytes per dropout-mask element (1: CUDA's fused
+# dropout keeps a bool mask; on the CPU PyTorch keeps the scaled mask in the activation
+# dtype, b_mask = b), b_stat bytes of a norm statistic (4: LayerNorm's mean and rstd and
+# RMSNorm's rstd are float32 whatever the activation dtype).  Korthikanti et al. write
+# the same count with s, b, h, a (sequence, batch, width, heads); the book quotes their
+# sbh(34 + 5as/h) in their letters only.
 
-#: Symbols of the activation derivation (see the comment above).
-ACT_SYMBOLS: dict[str, sp.Symbol] = {
-    name: sp.Symbol(name, positive=True)
-    for name in ("s", "b", "h", "a", "k", "d", "e", "f", "t", "alpha", "mu", "sigma")
-}
+#: Keys of the activation derivation's symbols (see the comment above).
+ACT_KEYS = ("T", "B", "D", "N", "K", "H", "d_v", "F", "n_TP", "b", "b_mask", "b_stat")
+#: The symbols themselves, from the notation registry, by key.
+ACT_SYMBOLS: dict[str, sp.Symbol] = {key: sym(key) for key in ACT_KEYS}
 
 #: Blocks the derivation covers.
 ACT_BLOCKS = ("gpt", "llama")
-#: ``"eager"`` keeps the s x s softmax (and its dropout) for backward; ``"flash"``
+#: ``"eager"`` keeps the T x T softmax (and its dropout) for backward; ``"flash"``
 #: (FlashAttention / fused SDPA) keeps Q, K, V, the output and a float32 logsumexp.
 ACT_ATTENTION = ("eager", "flash")
 #: ``"fused"``: the kernels of a training stack (Megatron-LM / Apex / FlashAttention):
@@ -401,21 +403,21 @@ def activation_terms(
 
     * ``"gpt"`` (GPT-2/GPT-3): pre-LayerNorm (mean and rstd kept in fp32), fused QKV with
       bias, softmax, dropout on the attention probabilities and on both residual branches,
-      a two-matrix GELU MLP of width f;
-    * ``"llama"``: pre-RMSNorm (rstd in fp32), GQA with k <= a KV heads, rotary embeddings,
-      no dropout, a gated SiLU MLP of width f.
+      a two-matrix GELU MLP of width F;
+    * ``"llama"``: pre-RMSNorm (rstd in fp32), GQA with K <= N KV heads, rotary embeddings,
+      no dropout, a gated SiLU MLP of width F.
 
     ``split_by_tp`` marks the tensors inside Megatron's tensor-parallel region (the heads
-    and the MLP hidden units: each of t GPUs keeps 1/t); the others (norm inputs and
+    and the MLP hidden units: each of n_TP GPUs keeps 1/n_TP); the others (norm inputs and
     statistics, the inputs of the first projections, the residual dropout masks) are
-    whole on every GPU unless sequence parallelism splits them along s.
+    whole on every GPU unless sequence parallelism splits them along T.
     Biases and the linear layers' inputs that coincide with another term's tensor are one
     tensor (one storage) and count once.  Rotary embeddings keep their cos and sin
-    tables, (s, d) each, but one pair serves every layer and every sequence: a per-model
-    constant, not in the per-layer sum.  With ``attention="eager"`` and k < a, the K and
-    V kept are the ones repeated to all a heads (``repeat_kv``); FlashAttention keeps
-    the k heads.  ``values`` substitutes numbers for the symbols (the library's numeric
-    path evaluates the same expressions).
+    tables, (T, H) each, but one pair serves every layer and every sequence: a per-model
+    constant, not in the per-layer sum.  With ``attention="eager"`` and K < N, the K and
+    V kept are the ones repeated to all N heads (``repeat_kv``); FlashAttention keeps
+    the K heads.  ``values`` substitutes numbers for the symbols, keyed by
+    :data:`ACT_KEYS` (the library's numeric path evaluates the same expressions).
     """
     _act_choice("block", block, ACT_BLOCKS)
     _act_choice("attention", attention, ACT_ATTENTION)
@@ -423,8 +425,8 @@ def activation_terms(
     v = dict(ACT_SYMBOLS)
     if values:
         v.update({name: values[name] for name in values})
-    s, b, h, a, k, d, e, f = (v[n] for n in ("s", "b", "h", "a", "k", "d", "e", "f"))
-    alpha, mu, sigma = v["alpha"], v["mu"], v["sigma"]
+    s, b, h, a, k, d, e, f = (v[n] for n in ("T", "B", "D", "N", "K", "H", "d_v", "F"))
+    alpha, mu, sigma = v["b"], v["b_mask"], v["b_stat"]
     sb = s * b
     gpt = block == "gpt"
     hf = kernels == "hf"
@@ -470,7 +472,7 @@ def activation_terms(
     return terms
 
 
-#: Terms that selective recomputation (Korthikanti et al. 2022) drops: the s x s ones.
+#: Terms that selective recomputation (Korthikanti et al. 2022) drops: the T x T ones.
 ACT_SELECTIVE_DROPS = ("softmax_out", "attn_dropout_mask", "attn_dropout_out")
 
 
@@ -483,13 +485,13 @@ def activation_layer_terms(
     sequence_parallel: bool = False,
     values: dict | None = None,
 ) -> dict[str, sp.Expr]:
-    """Bytes per GPU each kept tensor of one layer costs, with t-way tensor parallelism.
+    """Bytes per GPU each kept tensor of one layer costs, with n_TP-way tensor parallelism.
 
     ``recompute``: ``"none"`` keeps every term of :func:`activation_terms`;
-    ``"selective"`` recomputes the attention core and drops its s x s terms;
-    ``"full"`` keeps only the layer input (alpha s b h) and recomputes the whole layer.
-    A term inside the TP region is divided by t; the rest only with
-    ``sequence_parallel`` (then everything is divided by t).
+    ``"selective"`` recomputes the attention core and drops its T x T terms;
+    ``"full"`` keeps only the layer input (b T B D) and recomputes the whole layer.
+    A term inside the TP region is divided by n_TP; the rest only with
+    ``sequence_parallel`` (then everything is divided by n_TP).
     """
     _act_choice("recompute", recompute, ACT_RECOMPUTE)
     if not isinstance(sequence_parallel, bool):
@@ -497,9 +499,9 @@ def activation_layer_terms(
     v = dict(ACT_SYMBOLS)
     if values:
         v.update(values)
-    t = v["t"]
+    t = v["n_TP"]
     if recompute == "full":
-        full = v["alpha"] * v["s"] * v["b"] * v["h"]
+        full = v["b"] * v["T"] * v["B"] * v["D"]
         return {"layer_input": full / t if sequence_parallel else full}
     out = {}
     for name, (expr, split) in activation_terms(block, attention=attention, kernels=kernels,
