@@ -169,6 +169,16 @@ def _gpt3_many_gpus_reason() -> bool:
     return bool(act_full < 0.1 * hbm < hbm < act_batch_one_layer and state > 30 * hbm and years > 10)
 
 
+def _gpt3_paper_before_june_11() -> bool:
+    """The GPT-3 paper's arXiv id (YYMM.NNNNN) dates its first version before 2020-06-11."""
+    import re
+
+    from tmath.sources import source
+
+    yymm = re.search(r"abs/(\d{2})(\d{2})\.\d{5}", source("brown2020gpt3").where)
+    return yymm is not None and (2000 + int(yymm[1]), int(yymm[2])) < (2020, 6)
+
+
 def _gpt3_lr_smallest_batch_largest() -> bool:
     """Table 2.1: 175B has the smallest learning rate and the largest batch of the eight sizes."""
     from tmath.gpt import GPT3_TRAINING
@@ -359,6 +369,16 @@ ERRATA_GPT3: list[Erratum] = [
             "把全局批次（每次更新权重用的 token 数）当成了一张卡一次要装下的微批次。"
             "全局批次决定的是一步的计算量，不是一张卡的激活显存。"
         ),
+        chapter="book/gpt3/architecture",
+    ),
+    Erratum(
+        key="gpt3-release-date",
+        seed="000",
+        location="架构参数表：发布日期",
+        claim="发布日期 2020-06-11",
+        correction="论文第一版于 2020-05-28 发布在 arXiv（2005.14165）；2020-06-11 不是论文的日期",
+        verify=_gpt3_paper_before_june_11,
+        cause="arXiv 编号的前四位是投稿的年月：2005 即 2020 年 5 月，早于原文写的 6 月 11 日。",
         chapter="book/gpt3/architecture",
     ),
     Erratum(
