@@ -254,3 +254,27 @@ def test_activation_symbols_are_the_notation_registry_letters():
     # Korthikanti's sbh(34 + 5as/h) in the book's letters, plus the LayerNorm statistics 16TB
     assert sp.simplify(gpt.subs(subs) - (T * B * D * (34 + 5 * N * T / D) + 16 * T * B)) == 0
     assert {s.name for s in gpt.free_symbols} <= {e.sympy_name for e in notation.SYMBOLS.values()}
+
+
+def test_segment_checkpointing_peak():
+    import tmath
+    from tmath.memory import PCIE_GEN5_X16_BYTES_PER_S, segment_checkpoint_bytes
+
+    cfg = tmath.preset("llama3-70b")
+    s, h, L = 8192, 8192, 80
+    one = segment_checkpoint_bytes(cfg, s, 1, 1, tp=8)
+    assert one.checkpoint == 2 * s * h / 8  # the layer input, split by sequence parallelism
+    flash = tmath.activation_bytes(cfg, s, 1, tp=8, attention="flash")
+    assert one.layer == flash.per_layer and one.n_segments == L
+    assert one.peak == (L - 1) * one.checkpoint + one.layer
+    ten = segment_checkpoint_bytes(cfg, s, 1, 10, tp=8)
+    assert ten.n_segments == 8 and ten.peak == 7 * one.checkpoint + 10 * one.layer
+    # 80 layers in segments of 3: 27 segments, the last one shorter
+    assert segment_checkpoint_bytes(cfg, s, 1, 3, tp=8).n_segments == 27
+    # a transformer layer keeps ~17x its input: sqrt(L)-sized segments cost more than one layer
+    assert ten.peak > segment_checkpoint_bytes(cfg, s, 1, 2, tp=8).peak
+    assert PCIE_GEN5_X16_BYTES_PER_S == 64e9
+    with pytest.raises(ValueError, match="segment=81 exceeds num_layers=80"):
+        segment_checkpoint_bytes(cfg, s, 1, 81, tp=8)
+    with pytest.raises(ValueError, match="segment"):
+        segment_checkpoint_bytes(cfg, s, 1, 0, tp=8)

@@ -17,6 +17,10 @@ Three pieces:
   (RMSNorm, GQA, no dropout, gated SiLU MLP), per GPU and per micro-batch, with
   TP / sequence parallelism, recomputation, and eager or FlashAttention;
   checked byte for byte against transformers by :mod:`tmath.actmeasure`.
+* :func:`segment_checkpoint_bytes` -- checkpointing every L_seg layers (Chen et al. 2016's
+  sqrt(L) schedule, Megatron-LM's ``--recompute-method uniform --recompute-num-layers``):
+  the peak activation bytes of the backward pass; :data:`PCIE_GEN5_X16_BYTES_PER_S` the
+  host link an activation offload crosses.
 * :func:`recompute_flops` -- the FLOP cost of each recomputation strategy.
 """
 
@@ -39,6 +43,9 @@ __all__ = [
     "ActivationBytes",
     "activation_bytes",
     "activation_bytes_seed_heuristic",
+    "PCIE_GEN5_X16_BYTES_PER_S",
+    "SegmentCheckpoint",
+    "segment_checkpoint_bytes",
     "RecomputeFlops",
     "recompute_flops",
     "attention_core_forward_flops",
@@ -334,6 +341,67 @@ def activation_bytes(
     return ActivationBytes(cfg.name, block, s, b, t, sequence_parallel, recompute, attention,
                            kernels, float(alpha), float(mask_bytes), cfg.num_layers, terms,
                            float(total), checked, note)
+
+
+#: One direction of a PCIe Gen5 x16 link, bytes/s: the H100 SXM datasheet prints "PCIe Gen5:
+#: 128 GB/s" (both directions together; source ``nvidia-h100-datasheet``).  What an
+#: activation offload to host memory crosses, each way.
+PCIE_GEN5_X16_BYTES_PER_S = 64e9
+
+
+@dataclass(frozen=True)
+class SegmentCheckpoint:
+    """Checkpointing every ``segment`` layers: the bytes one GPU holds at the backward's peak.
+
+    ``checkpoint`` is one saved segment input (the layer input, b T B D / n_TP with
+    sequence parallelism); ``layer`` the bytes one layer keeps without recomputation (the
+    ``activation_bytes`` terms of the chosen attention).  In the backward pass of the last
+    segment every other segment's input is still held and the segment's own ``segment``
+    layers are recomputed with all their activations (its input is one of them), so
+    ``peak = (n_segments - 1) x checkpoint + segment x layer``.  Every layer but those of
+    a segment left un-checkpointed is recomputed once: one extra forward pass in total,
+    whatever ``segment`` is.
+    """
+
+    layers: int
+    segment: int
+    checkpoint: float
+    layer: float
+
+    @property
+    def n_segments(self) -> int:
+        return -(-self.layers // self.segment)
+
+    @property
+    def peak(self) -> float:
+        return (self.n_segments - 1) * self.checkpoint + self.segment * self.layer
+
+
+def segment_checkpoint_bytes(
+    cfg: Any,
+    seq_len: int,
+    micro_batch: int = 1,
+    segment: int = 1,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool | None = None,
+    attention: str = "flash",
+    dtype: str = "bf16",
+) -> SegmentCheckpoint:
+    """:class:`SegmentCheckpoint` of ``cfg``: checkpoints every ``segment`` layers, per GPU.
+
+    ``segment=1`` is per-layer (``recompute="full"``) checkpointing; Megatron-LM's
+    ``--recompute-granularity full --recompute-method uniform --recompute-num-layers
+    segment`` is this schedule; Chen et al. 2016's choice is ``segment`` ~ sqrt(L).
+    MoE models use their MoE layers' bytes for every layer (an upper bound).
+    """
+    seg = int_arg("segment", segment)
+    if seg > cfg.num_layers:
+        raise ValueError(f"segment={seg} exceeds num_layers={cfg.num_layers}; choose 1..{cfg.num_layers}")
+    kw = dict(tp=tp, sequence_parallel=sequence_parallel, attention=attention, dtype=dtype)
+    full = activation_bytes(cfg, seq_len, micro_batch, recompute="full", **kw)
+    keep = activation_bytes(cfg, seq_len, micro_batch, recompute="none", **kw)
+    return SegmentCheckpoint(cfg.num_layers, seg, full.per_layer, keep.per_layer)
 
 
 def activation_bytes_seed_heuristic(
