@@ -235,6 +235,10 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
     Notation("b_stat", r"b_{\text{stat}}", "归一化统计量（均值、rstd）每个元素的字节数（总是 fp32，为 4）",
              scope=_MEMORY, assumptions=_POS),
     Notation("L_seg", r"L_{\text{seg}}", "分段重计算中每段的层数（每段只存段的输入）", scope=_MEMORY),
+    Notation("A_in", r"A_{\text{in}}", "一层输入的字节数（每卡）：分段重计算每段只存它", scope=_MEMORY,
+             assumptions=_POS),
+    Notation("A_layer", r"A_{\text{layer}}", "一层不重计算时为反向保存的激活字节数（每卡）", scope=_MEMORY,
+             assumptions=_POS),
     Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
              scope=_MEMORY, assumptions=_POS),
 )
