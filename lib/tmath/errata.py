@@ -602,6 +602,47 @@ def _seed_example_activation_tb(recompute: str) -> float:
     return per_seq / s * tokens * layers / 1e12
 
 
+def _llama70b_128k_kv_fits_one_gpu() -> bool:
+    """One 128K-token bf16 KV cache of Llama 3 70B fits an 80 GB H100; with the weights it does not."""
+    from tmath import count_params, get_hardware, kv_cache_bytes_sequence, preset
+
+    cfg = preset("llama3-70b")
+    hbm = get_hardware("H100").hbm_bytes
+    kv = kv_cache_bytes_sequence(cfg, 131072, "bf16")
+    weights = 2 * count_params(cfg).total
+    return bool(kv < hbm < kv + weights and kv / 8 < 0.1 * hbm)
+
+
+def _decode_bound_depends_on_batch() -> bool:
+    """Llama 3 70B, TP=8, 8K context: the weight read is the same for every batch, the step is not."""
+    from tmath import decode_bound, preset
+
+    cfg = preset("llama3-70b")
+    one, many = (decode_bound(cfg, "H100", tp=8, batch=b, context_len=8192) for b in (1, 64))
+    return bool(one.weight_bytes == many.weight_bytes and many.seconds > 2 * one.seconds)
+
+
+def _llama3_untied() -> bool:
+    """Llama 3 8B/70B and 3.1 405B keep separate V x D input and output tables."""
+    from tmath import count_params, preset
+
+    ok = True
+    for name in ("llama3-8b", "llama3-70b", "llama3.1-405b"):
+        cfg = preset(name)
+        b = count_params(cfg).breakdown
+        vd = cfg.vocab_size * cfg.hidden_size
+        ok &= (not cfg.tie_embeddings) and b["embedding"] == b["lm_head"] == vd
+    return bool(ok)
+
+
+def _dsv3_total_over_active() -> bool:
+    """DeepSeek V3's total/active parameter ratio is about 18 (the "18 倍显存" half holds)."""
+    from tmath import count_params, preset
+
+    p = count_params(preset("deepseek-v3"))
+    return bool(17.5 < p.total / p.active < 18.5)
+
+
 # --- Part II-b: the full ledger (book/ledger/) -----------------------------
 ERRATA_LEDGER: list[Erratum] = [
     Erratum(
@@ -789,6 +830,62 @@ ERRATA_LEDGER: list[Erratum] = [
         ),
         chapter="book/ledger/memory",
         fmt=".3g",
+    ),
+    Erratum(
+        key="llama3-70b-128k-one-gpu",
+        seed="003",
+        location="5.2 KV Cache：单条序列",
+        claim="128K 上下文 → 320K × 131072 = 42.9 GB ← 单条就爆单卡!",
+        correction=(
+            "42.9 GB 的 KV cache 单独放得进一张 80 GB 的 H100（约 54%）；放不下的是它加上 141 GB 的"
+            "bf16 权重。TP=8 时每张卡只存每条序列的 1/8（约 5.4 GB）。"
+        ),
+        verify=_llama70b_128k_kv_fits_one_gpu,
+        cause="“爆卡”的是权重加 KV cache，不是 KV cache 本身；原文把两笔账混成了一笔。",
+        chapter="book/ledger/llama3-70b",
+    ),
+    Erratum(
+        key="llama3-70b-decode-batch-independent",
+        seed="003",
+        location="5.4 Decode 延迟的物理下界",
+        claim="这个下界与 batch size 无关——batch 里的所有序列共享同一份权重读取",
+        correction=(
+            "只有权重的读取与 batch 无关；每条序列还要读自己的 KV cache，一步的带宽下界是"
+            "（权重字节 + B × 每条序列的 KV 字节）÷ 带宽，随 B 和上下文长度线性增长。"
+            "Llama 3 70B、TP=8、8K 上下文时，约 20 条序列的 KV 就与权重一样多。"
+        ),
+        verify=_decode_bound_depends_on_batch,
+        cause="原文的下界只算了权重，漏了 KV cache 的读取，而后者正比于 batch。",
+        chapter="book/ledger/llama3-70b",
+    ),
+    Erratum(
+        key="llama3-untied-embeddings",
+        seed="003",
+        location="十一、面试题：参数量（主项三条）",
+        claim="Embedding+Unembed = 2DV（通常 tied，只算一份）",
+        correction=(
+            "Llama 3 8B/70B 与 Llama 3.1 405B 都不绑定（tie_word_embeddings = false）：输入嵌入与"
+            "LM head 是两张 V×D 的表，2DV 两份都要算；GPT-2/GPT-3 才绑定，只算一份。"
+        ),
+        verify=_llama3_untied,
+        cause="“通常 tied”对 GPT-2 一代成立，对原文自己举例的 Llama 3 不成立（其配置文件写明不绑定）。",
+        chapter="book/ledger/llama3-70b",
+    ),
+    Erratum(
+        key="moe-18x-memory-2x-compute",
+        seed="003",
+        location="6.1 参数 vs 激活参数",
+        claim="这就是 MoE 的核心 trade-off：用 18 倍显存换 2 倍算力效率",
+        correction=(
+            "前半句是 DeepSeek V3 总参数与激活参数之比（约 17.9）：显存按总参数、每 token 的计算按激活参数。"
+            "后半句的“2 倍”没有推导，也没有约定（与哪个稠密模型比、比什么），无从验算，本书不采用。"
+        ),
+        verify=_dsv3_total_over_active,
+        cause=(
+            "“2 倍”没有出处：同样的激活参数，MoE 与稠密模型每 token 的 FLOPs 相同；"
+            "要比的是同质量下的代价。"
+        ),
+        chapter="book/ledger/moe-deepseek",
     ),
 ]
 
