@@ -21,12 +21,13 @@ def test_gpt_block_labels_every_step_in_order_with_the_configs_shapes():
     fig = diagrams.gpt_block(tmath.preset("gpt3-175b"))
     texts = _texts(fig)
     plt.close(fig)
-    steps = ["LayerNorm", "× $W^Q$", "96 个头并行：", "拼接（concat）", "× $W^O$",
-             "LayerNorm", "× $W_1$", "GELU（逐元素）", "× $W_2$"]
+    steps = ["LayerNorm", "× $\\mathbf{W}^Q$", "96 个头并行：", "拼接（concat）",
+             "× $\\mathbf{W}^O$", "LayerNorm", "× $\\mathbf{W}_1$", "GELU（逐元素）",
+             "× $\\mathbf{W}_2$"]
     pos = -1
     for step in steps:  # the source's flow chart, bottom to top
         pos = texts.index(step, pos + 1)
-    assert "[1, 12,288]" in texts and "$W_1$: [12,288, 49,152]" in texts
+    assert "[1, 12,288]" in texts and "$\\mathbf{W}_1$: [12,288, 49,152]" in texts
     assert sum("残差连接" in t for t in texts) == 2  # both residual additions
 
 

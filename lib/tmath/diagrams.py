@@ -186,7 +186,7 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     qkv_w = 0.95
     for dx, name in ((-1.0, "Q"), (0.0, "K"), (1.0, "V")):
         _arrow(ax, (cx, y_ln1 + bh / 2), (cx + dx, y_qkv - bh / 2))
-        _box(ax, cx + dx, y_qkv, qkv_w, bh, f"× $W^{name}$", role="matmul")
+        _box(ax, cx + dx, y_qkv, qkv_w, bh, f"× $\\mathbf{{W}}^{name}$", role="matmul")
         _arrow(ax, (cx + dx, y_qkv + bh / 2), (cx + dx, y_att - 0.45))
     _note(ax, note_x, y_qkv, f"各 {shape(seq, d)}\n拆成 {h} 个头，每头 {shape(seq, dh)}")
 
@@ -202,8 +202,8 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
     _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
 
-    _box(ax, cx, y_o, bw, bh, "× $W^O$", role="matmul")
-    _note(ax, note_x, y_o, f"$W^O$: {shape(d, d)}")
+    _box(ax, cx, y_o, bw, bh, "× $\\mathbf{W}^O$", role="matmul")
+    _note(ax, note_x, y_o, f"$\\mathbf{{W}}^O$: {shape(d, d)}")
     _arrow(ax, (cx, y_o + bh / 2), (cx, y_add1 - 0.17))
     _plus(ax, cx, y_add1)
     _note(ax, note_x, y_add1, "残差连接：x + 注意力输出")
@@ -213,16 +213,16 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     _note(ax, note_x, y_ln2, shape(seq, d) + "，参数 γ, β")
     _arrow(ax, (cx, y_ln2 + bh / 2), (cx, y_w1 - bh / 2))
 
-    _box(ax, cx, y_w1, bw, bh, "× $W_1$", role="matmul")
-    _note(ax, note_x, y_w1, f"$W_1$: {shape(d, f)}\n升维 → {shape(seq, f)}")
+    _box(ax, cx, y_w1, bw, bh, "× $\\mathbf{W}_1$", role="matmul")
+    _note(ax, note_x, y_w1, f"$\\mathbf{{W}}_1$: {shape(d, f)}\n升维 → {shape(seq, f)}")
     _arrow(ax, (cx, y_w1 + bh / 2), (cx, y_gelu - bh / 2))
 
     _box(ax, cx, y_gelu, bw, bh, "GELU（逐元素）", role="elementwise")
     _note(ax, note_x, y_gelu, f"形状不变 {shape(seq, f)}")
     _arrow(ax, (cx, y_gelu + bh / 2), (cx, y_w2 - bh / 2))
 
-    _box(ax, cx, y_w2, bw, bh, "× $W_2$", role="matmul")
-    _note(ax, note_x, y_w2, f"$W_2$: {shape(f, d)}\n降维 → {shape(seq, d)}")
+    _box(ax, cx, y_w2, bw, bh, "× $\\mathbf{W}_2$", role="matmul")
+    _note(ax, note_x, y_w2, f"$\\mathbf{{W}}_2$: {shape(f, d)}\n降维 → {shape(seq, d)}")
     _arrow(ax, (cx, y_w2 + bh / 2), (cx, y_add2 - 0.17))
     _plus(ax, cx, y_add2)
     _note(ax, note_x, y_add2, "残差连接：+ 前馈网络输出")
