@@ -55,14 +55,16 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
 
-# The second nbval pass runs the notebooks on one thread and another OpenBLAS kernel (Prescott,
-# the generic x86-64 one), so a saved output that depends on float rounding fails here too.
-# Where the machine already pins OPENBLAS_CORETYPE (some CPUs need it), only the thread count changes.
-NBVAL_KERNEL := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE=Prescott)
+# Two workers (pytest-xdist): every test that needs a built site is in tests/test_site.py, and
+# --dist loadfile keeps a file on one worker, so each site is built once and each notebook's
+# cells run in order in one kernel. One BLAS thread per worker, and nbval re-runs the notebooks
+# on OpenBLAS's generic Prescott kernel, not the one they were saved with: a saved output that
+# depends on float rounding fails on any machine. Where the machine already pins
+# OPENBLAS_CORETYPE (some CPUs need it), only the thread count changes.
+TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE=Prescott)
 
 test: $(TEST_STAMP) browser
-	$(BIN)/python -m pytest
-	$(NBVAL_KERNEL) $(BIN)/python -m pytest book -q
+	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/

@@ -196,6 +196,45 @@ def test_student_edition_keeps_exercises_and_drops_solutions(built_site, student
     assert not left, f"solutions left in the student edition: {left}"
 
 
+def test_solution_scan_finds_a_sentence_on_the_full_site(built_site, tmp_path):
+    from test_student_edition import served_text, solution_sentences
+
+    secrets = solution_sentences(built_site)
+    assert len(secrets) > 100, "expected many solution sentences in the full edition"
+    page = next(iter(sorted(built_site.rglob("book/ledger/*.html"))))
+    copy = tmp_path / page.name
+    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
+    assert any(s in served_text(copy) for s in secrets), "the scan must see solutions on a full page"
+def test_student_edition_serves_no_solution_in_any_file(built_site, student_site):
+    from test_student_edition import CHAPTERS, served_text, solution_sentences
+
+    secrets = solution_sentences(built_site)
+    files = [p for p in student_site.rglob("*") if p.is_file()]
+    sources = [p for p in files if "_sources" in p.parts and p.suffix == ".ipynb"]
+    assert len(sources) >= len(CHAPTERS), "the student edition serves every chapter's notebook"
+    leaks = {}
+    for path in files:
+        text = served_text(path)
+        found = [s for s in secrets if s in text]
+        if found:
+            leaks[str(path.relative_to(student_site))] = found[:2]
+    assert not leaks, f"solutions served by the student edition: {leaks}"
+    markers = [str(p.relative_to(student_site)) for p in files
+               if re.search(rb"solution-(start|end)|\{solution\}", p.read_bytes())]
+    assert not markers, f"solution markers left in: {markers}"
+
+
+def test_student_edition_notebooks_have_an_answer_cell_per_exercise(student_site):
+    from test_student_edition import CHAPTERS
+
+    for path in CHAPTERS:
+        served = student_site / "_sources" / path.relative_to(ROOT)
+        nb = nbformat.read(served, as_version=4)
+        answers = sum("answer" in c.metadata.get("tags", []) for c in nb.cells)
+        exercises = sum(c.source.count("{exercise-start}") for c in nb.cells if c.cell_type == "markdown")
+        assert answers == exercises >= 5, served
+
+
 # --- launch buttons -------------------------------------------------------------------------------
 
 BINDER, COLAB = "https://mybinder.org", "https://colab.research.google.com"

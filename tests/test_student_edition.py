@@ -2,10 +2,11 @@
 
 The pages lose their solutions in a Sphinx transform; the downloadable sources
 (``_sources/``) are rewritten by ``book/_ext/student_edition.py``.  These tests
-check the rewriting on small cases, check that every stripped chapter is a
+check the rewriting on small cases and check that every stripped chapter is a
 notebook a student can work in (an empty answer cell per exercise, no glue key
-or name that only a solution defined), and scan every file the student edition
-serves for any sentence of any solution of the full edition.
+or name that only a solution defined).  The scan of every file the built student
+edition serves, for any sentence of any solution of the full edition, is in
+``test_site.py`` (with every test that needs a built site: they run on one worker).
 """
 
 from __future__ import annotations
@@ -200,38 +201,3 @@ def served_text(path: Path) -> str:
         parser.feed(text)
         text = " ".join(parser.outside + parser.inside)
     return re.sub(r"\s+", " ", html.unescape(text))
-
-
-def test_solution_scan_finds_a_sentence_on_the_full_site(built_site, tmp_path):
-    secrets = solution_sentences(built_site)
-    assert len(secrets) > 100, "expected many solution sentences in the full edition"
-    page = next(iter(sorted(built_site.rglob("book/ledger/*.html"))))
-    copy = tmp_path / page.name
-    copy.write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
-    assert any(s in served_text(copy) for s in secrets), "the scan must see solutions on a full page"
-
-
-def test_student_edition_serves_no_solution_in_any_file(built_site, student_site):
-    secrets = solution_sentences(built_site)
-    files = [p for p in student_site.rglob("*") if p.is_file()]
-    sources = [p for p in files if "_sources" in p.parts and p.suffix == ".ipynb"]
-    assert len(sources) >= len(CHAPTERS), "the student edition serves every chapter's notebook"
-    leaks = {}
-    for path in files:
-        text = served_text(path)
-        found = [s for s in secrets if s in text]
-        if found:
-            leaks[str(path.relative_to(student_site))] = found[:2]
-    assert not leaks, f"solutions served by the student edition: {leaks}"
-    markers = [str(p.relative_to(student_site)) for p in files
-               if re.search(rb"solution-(start|end)|\{solution\}", p.read_bytes())]
-    assert not markers, f"solution markers left in: {markers}"
-
-
-def test_student_edition_notebooks_have_an_answer_cell_per_exercise(student_site):
-    for path in CHAPTERS:
-        served = student_site / "_sources" / path.relative_to(ROOT)
-        nb = nbformat.read(served, as_version=4)
-        answers = sum("answer" in c.metadata.get("tags", []) for c in nb.cells)
-        exercises = sum(c.source.count("{exercise-start}") for c in nb.cells if c.cell_type == "markdown")
-        assert answers == exercises >= 5, served
