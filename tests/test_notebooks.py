@@ -153,3 +153,21 @@ def test_only_excluded_notebooks_need_torch():
         nb = nbformat.read(path, as_version=4)
         excluded = any(PurePosixPath(path.as_posix()).match(p) for p in patterns)
         assert setup_cells.needs_torch(nb) == excluded, f"{ids(path)}: torch import vs exclude_patterns"
+
+
+EXERCISE = re.compile(r"```\{exercise-start\}[^\n]*\n:label: (\S+)\n```\n(.*?)```\{exercise-end\}", re.S)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_check_ids_are_the_exercise_labels_the_page_shows(path):
+    """The page prints each exercise's label after its number (book/_ext): a self-check id
+    named in an exercise must be that label, or the label followed by ``/part``."""
+    text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    wrong, named = [], 0
+    for label, body in EXERCISE.findall(text):
+        for key in re.findall(r"""tmath\.check\([^`]*?["'](ex-[^"'/]+)(?:/[^"']*)?["']""", body):
+            named += 1
+            if key != label:
+                wrong.append(f"{label}: {key}")
+    assert named or "{exercise-start}" not in text, "no self-check id found in this chapter's exercises"
+    assert not wrong, f"self-check ids that are not their exercise's label: {wrong}"

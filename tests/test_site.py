@@ -189,6 +189,17 @@ def test_every_chapter_has_five_exercises_with_solutions(built_site):
     assert not short, f"chapters with fewer than 5 exercises or a missing solution: {short}"
 
 
+def test_every_exercise_title_shows_its_self_check_label(built_site):
+    shown = 0
+    for page in toc_pages():
+        text = (built_site / f"{page}.html").read_text(encoding="utf-8")
+        pattern = r'<div class="exercise[^"]*" id="([^"]+)">\s*<p class="admonition-title">(.*?)</p>'
+        for label, title in re.findall(pattern, text, re.S):
+            shown += 1
+            assert f'<span class="pre">{label}</span>' in title, f"{page}: exercise {label} title {title!r}"
+    assert shown >= 90, f"expected every exercise of the book, found {shown}"
+
+
 def test_student_edition_keeps_exercises_and_drops_solutions(built_site, student_site):
     book, student = exercise_counts(built_site), exercise_counts(student_site)
     assert {p: c[0] for p, c in student.items()} == {p: c[0] for p, c in book.items()}

@@ -18,7 +18,11 @@
    The downloadable sources in ``_sources/`` lose their solutions too, and each
    exercise gets an empty answer cell (:mod:`student_edition`).
 
-5. Launch buttons (Binder, Colab) only with a repository. They are built from
+5. Each exercise's title shows its label, ``练习 12 (ex-crossover-3)``: the id a
+   student passes to ``tmath.check`` is the one printed on the page, whatever
+   number Sphinx gives the exercise.
+
+6. Launch buttons (Binder, Colab) only with a repository. They are built from
    ``repository.url`` in ``_config.yml``. While it is empty the theme would crash
    on every notebook page (sphinx-book-theme unpacks a missing repository), and
    Jupyter Book's default would point them at its own repository, so the launch
@@ -57,6 +61,25 @@ class RemoveSolutions(SphinxTransform):
         kinds = (solution_node, solution_start_node, solution_end_node)
         for node in list(self.document.findall(lambda n: isinstance(n, kinds))):
             node.parent.remove(node)
+
+
+class ExerciseLabelInTitle(SphinxTransform):
+    """Show each numbered exercise's label after its number: the id ``tmath.check`` takes."""
+
+    default_priority = 15
+
+    def apply(self) -> None:
+        from docutils import nodes
+        from sphinx_exercise.nodes import exercise_enumerable_node, exercise_subtitle, exercise_title
+
+        for node in self.document.findall(exercise_enumerable_node):
+            label = node.get("label", "")
+            title = node.children[0] if node.children else None
+            if not label or not isinstance(title, exercise_title) or len(title.children) > 1:
+                continue
+            subtitle = exercise_subtitle()
+            subtitle += nodes.literal(label, label)
+            title += subtitle
 
 
 class ChineseProofLabel(SphinxTransform):
@@ -120,5 +143,6 @@ def setup(app):
     app.add_transform(RemoveSolutions)
     app.connect("build-finished", _strip_student_sources)
     app.add_transform(ChineseProofLabel)
+    app.add_transform(ExerciseLabelInTitle)
     app.connect("config-inited", _launch_buttons_need_a_repository)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
