@@ -69,6 +69,26 @@ def _naive_5() -> float:
     return f1 / attention_hbm_bytes(8192, 8192, 64, method="flash2", block_q=128)
 
 
+def _naive_6_extra_percent(seq_len: int) -> float:
+    from tmath import preset, training_flops
+
+    cfg = preset("llama3-8b")
+    eager = training_flops(cfg, seq_len, 1, causal=True).total
+    flash = training_flops(cfg, seq_len, 1, causal=True, attention="flash").total
+    return 100 * (flash / eager - 1)
+
+
+@answer("ex-flash-naive-6", rel_tol=0.01, unit="%")
+def _naive_6() -> float:
+    # Llama 3 8B, one 8,192-token sequence, causal: the recompute's share of a training step
+    return _naive_6_extra_percent(8192)
+
+
+@answer("ex-flash-naive-6/128k", rel_tol=0.01, unit="%")
+def _naive_6_128k() -> float:
+    return _naive_6_extra_percent(131072)
+
+
 # --- book/flash/online-softmax -------------------------------------------------------------
 
 
