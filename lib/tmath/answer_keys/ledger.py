@@ -397,6 +397,35 @@ def _mem_4() -> float:
     return (train + sum(fwd.values()) - fwd["lm_head"]) / train
 
 
+def _mem_6_segments() -> dict[int, float]:
+    """Peak GB per GPU of segment checkpointing, Llama 3 8B, T = 8192, one GPU, flash, bf16."""
+    from tmath import preset
+    from tmath.memory import segment_checkpoint_bytes
+
+    cfg = preset("llama3-8b")
+    return {n: segment_checkpoint_bytes(cfg, 8192, 1, n, attention="flash").peak / 1e9
+            for n in range(1, cfg.num_layers + 1)}
+
+
+@answer("ex-mem-6/opt", rel_tol=0.01, unit="层")
+def _mem_6_opt() -> float:
+    """Continuous optimum sqrt(L A_in / A_layer) of the segment length, Llama 3 8B, T = 8192."""
+    import math
+
+    from tmath import preset
+    from tmath.memory import segment_checkpoint_bytes
+
+    cfg = preset("llama3-8b")
+    one = segment_checkpoint_bytes(cfg, 8192, 1, 1, attention="flash")
+    return math.sqrt(cfg.num_layers * one.checkpoint / one.layer)
+
+
+@answer("ex-mem-6/gb", rel_tol=0.01, unit="GB")
+def _mem_6_gb() -> float:
+    """The smallest peak over integer segment lengths (GB per GPU)."""
+    return min(_mem_6_segments().values())
+
+
 # --- book/ledger/cheatsheet --------------------------------------------------------------
 
 
