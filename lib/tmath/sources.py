@@ -93,9 +93,11 @@ register(
     "nvidia-h100-datasheet",
     "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: BF16 tensor 1,979 TFLOPS "
     "with sparsity = 989 dense, FP8 3,958 sparse = 1,979 dense, 80 GB, 3.35 TB/s, "
-    "up to 700 W, NVLink 900 GB/s)",
+    "up to 700 W, NVLink 900 GB/s, PCIe Gen5 128 GB/s)",
     "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet",
-    "The datasheet footnote: 'With sparsity'; dense figures are one-half.",
+    "The datasheet footnote: 'With sparsity'; dense figures are one-half. The PCIe figure "
+    "is both directions of a x16 link together (64 GB/s each way: "
+    "tmath.memory.PCIE_GEN5_X16_BYTES_PER_S).",
 )
 register(
     "nvidia-h200-datasheet",
