@@ -167,7 +167,7 @@ def _crossover_6_sat() -> float:
     return cfg.sliding_window / float(attention_crossover(cfg, window=False))
 
 
-@answer("ex-crossover-6/w", rel_tol=0, abs_tol=0.5, unit="tokens")
+@answer("ex-crossover-6/w", rel_tol=0, abs_tol=0.5, unit="个 token")
 def _crossover_6_w() -> float:
     """Smallest window for which Mistral 7B's attention catches up: T* without windows."""
     from tmath import attention_crossover, preset
