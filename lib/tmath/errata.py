@@ -832,11 +832,12 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="TB",
         compute=lambda: _seed_example_activation_tb("none"),
         cause=(
-            "“每层 20 个 B·T×D 张量”的估计漏掉了注意力的 s×s 项"
+            "“每层 20 个 B·T×D 张量”的估计漏掉了注意力的 T×T 项"
             "（softmax 输出、dropout 掩码和 dropout 输出）。"
-            "按 Korthikanti 等（2022）的每层公式 sbh(34 + 5as/h)（GPT 式、带 dropout），取 s = 4096、"
-            "a = 64（H = 128），完整保存所有激活约 407 TB；84 TB 只比完全不计 s×s 项的 34·sbh（71 TB）"
-            "多一点。不用 dropout 时是 sbh(32 + 2as/h) ≈ 201 TB，仍是原文的 2.4 倍。"
+            "按 Korthikanti 等（2022）的每层公式（论文记作 sbh(34 + 5as/h)，本书写作 TBD(34 + 5NT/D)；"
+            "GPT 式、带 dropout），取 T = 4096、N = 64（H = 128），完整保存所有激活的字节数见重算一栏；"
+            "84 TB 只比完全不计 T×T 项的 34·TBD 多一点。不用 dropout 时每层为 TBD(32 + 2NT/D)，"
+            "仍是原文的两倍多。"
         ),
         chapter="book/ledger/memory",
         fmt=".3g",
