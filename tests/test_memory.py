@@ -278,3 +278,28 @@ def test_segment_checkpointing_peak():
         segment_checkpoint_bytes(cfg, s, 1, 81, tp=8)
     with pytest.raises(ValueError, match="segment"):
         segment_checkpoint_bytes(cfg, s, 1, 0, tp=8)
+
+
+@pytest.mark.parametrize("block", ["gpt", "llama"])
+def test_flash_attention_saves_the_terms_selective_recompute_drops(block):
+    # Issue 16, item 14: FlashAttention already does the "selective" recompute. Against
+    # eager attention without recomputation, both save exactly the T x T terms; FlashAttention
+    # also keeps a fp32 logsumexp and (GQA) skips the repeated K, V copies.
+    import sympy as sp
+
+    from tmath import symbolic
+
+    A = symbolic.ACT_SYMBOLS
+    T, B, N, K, H, b = (A[k] for k in ("T", "B", "N", "K", "H", "b"))
+
+    def kept(**kw):
+        terms = symbolic.activation_layer_terms(block, **kw).values()
+        return sp.expand(sum(terms).subs({A["n_TP"]: 1, A["d_v"]: H}))
+
+    eager = kept()
+    sel = sp.expand(eager - kept(recompute="selective"))
+    flash = sp.expand(eager - kept(attention="flash"))
+    assert sp.expand(sel - sel.coeff(T, 2) * T**2) == 0 and sel.coeff(T, 2) != 0
+    lse = A["b_stat"] * N * T * B
+    repeat = 2 * b * T * B * (N - K) * H
+    assert sp.expand(flash - sel - repeat + lse) == 0
