@@ -161,7 +161,8 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     ax.loglog(ts, flops, label="精确值")
     ax.axhline(six_n, color="C1", ls="--", label="6P")
     ax.axvline(seq_len, color="gray", lw=0.8)
-    ax.set(xlabel="序列长度 T", ylabel="每 token 训练 FLOPs", title=cfg.name)
+    ax.set(xlabel="序列长度 T（token）", ylabel="每 token 训练 FLOPs",
+           title=f"{cfg.name}：每 token 训练 FLOPs")
     ax.legend()
     ax = axes[1]
     room = kv_room / kv_frac  # one sequence's whole cache that fits beside the weights
@@ -172,7 +173,7 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     if room > 0:
         ax.axhline(room / 1e9, color="C3", ls="--", label=f"{tp} 张 {hw.name} 放下权重后余量")
     ax.axvline(seq_len, color="gray", lw=0.8)
-    ax.set(xlabel="序列长度 T", ylabel="每序列 GB", title="一条序列的 KV cache")
+    ax.set(xlabel="序列长度 T（token）", ylabel="每条序列的 KV cache（GB）", title="一条序列的 KV cache")
     ax.legend(fontsize=8)
     ax = axes[2]
     if fits.any():
@@ -180,7 +181,7 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     if (~fits).any():
         ax.semilogx(batches[~fits], steps[~fits], "o--", base=2, color="0.6", mfc="none",
                     label=INFEASIBLE_LABEL)
-    ax.set(xlabel="批大小（序列数）", ylabel="每步解码 ms",
+    ax.set(xlabel="批大小（序列数）", ylabel="每步解码时间（ms）",
            title=f"解码下界，T={seq_len}，TP={tp}")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)

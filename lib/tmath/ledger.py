@@ -291,8 +291,9 @@ def render_text(led: dict[str, Any]) -> str:
     ]
     rows += [(f"  {PART_ZH.get(k, k)}", sci(v) if v else "0") for k, v in f["breakdown"].items()]
     rows += [
-        (f"6·P·token 数（P = {f['six_n_t_uses']}）", sci(f["six_n_t"])),
-        ("6PT 相对误差", f"{100 * f['six_n_t_rel_error']:+.3f} %"),
+        (f"6·P·token 数（P 取{'每 token 激活参数' if f['six_n_t_uses'] == 'active' else '总参数'}）",
+         sci(f["six_n_t"])),
+        ("6PT 相对误差", f"{100 * f['six_n_t_rel_error']:+.3f}%".replace("-", "−")),
         ("KV cache", ""),
         ("每 token", _fmt_bytes(kv["bytes_per_token"])),
         (f"每条序列（T={s['seq_len']}）", _fmt_bytes(kv["bytes_per_sequence"])),
