@@ -25,6 +25,7 @@ from myst_nb.core.variables import format_plain_text
 
 from book_pdf import ARGS, toc_pages
 from conftest import EXAMPLE_REPOSITORY, ROOT
+from test_voice import CHECKS as VOICE_CHECKS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # The book's page order and Chromium's flags are the PDF script's (scripts/book_pdf.py): one place each.
@@ -165,6 +166,23 @@ def test_every_glued_number_appears_on_its_page(built_site):
                 missing.setdefault(nb_path.stem, []).append((key, text))
     assert checked > 50, "expected many glued numbers across the book"
     assert not missing, f"glued values not shown as saved: {missing}"
+
+
+@pytest.mark.parametrize("check", sorted(VOICE_CHECKS))
+def test_every_page_speaks_with_one_voice(built_site, check):
+    """Issue 14 on every page: the checks of ``test_voice.py`` (each listed page by page)."""
+    findings = {}
+    for page in toc_pages():
+        path = built_site / f"{page}.html"
+        assert path.is_file(), f"{page}.html missing from the build"
+        found = VOICE_CHECKS[check](path.read_text(encoding="utf-8"))
+        if found:
+            findings[page] = found
+    report = "\n".join(
+        f"{page}: {len(found)}\n    " + "\n    ".join(found[:20]) for page, found in findings.items()
+    )
+    total = sum(len(f) for f in findings.values())
+    assert not findings, f"{check}: {total} findings on {len(findings)} pages\n{report}"
 
 
 # --- the student edition --------------------------------------------------------------------------

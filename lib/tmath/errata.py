@@ -391,7 +391,7 @@ ERRATA_GPT3: list[Erratum] = [
             "表中批次与学习率随模型大小一起选定，它不能说明大批次支撑了较大的学习率"
         ),
         verify=_gpt3_lr_smallest_batch_largest,
-        cause="把表 2.1 里最小的学习率说成了“较大”。",
+        cause="把论文表 2.1 里最小的学习率说成了“较大”。",
         chapter="book/gpt3/architecture",
     ),
 ]
