@@ -298,7 +298,8 @@ def render_text(led: dict[str, Any]) -> str:
         ("每 token", _fmt_bytes(kv["bytes_per_token"])),
         (f"每条序列（T={s['seq_len']}）", _fmt_bytes(kv["bytes_per_sequence"])),
         ("训练显存", ""),
-        (f"状态（{s['recipe']}，每参数 {tm['bytes_per_param']} B）", _fmt_bytes(tm["states_bytes"])),
+        (f"状态（{s['recipe']}，每参数 {tm['bytes_per_param']} B，全模型）", _fmt_bytes(tm["states_bytes"])),
+        (f"状态每卡（TP={s['tp']}，无 ZeRO）", _fmt_bytes(tm["states_bytes"] / s["tp"])),
     ]
     rows += [
         (f"激活，{RECOMPUTE_ZH.get(k, k)}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
@@ -313,7 +314,7 @@ def render_text(led: dict[str, Any]) -> str:
     if d.get("experts_read_per_moe_layer") is not None:
         rows.append(("每个 MoE 层读取的路由专家", f"{d['experts_read_per_moe_layer']:,.2f}"))
     rows += [
-        ("峰值算力下的一个训练步", ""),
+        ("峰值算力下的一个训练步（只计 FLOPs，不判显存）", ""),
         (f"{s['tp']}×{s['gpu']} 上的时间", f"{led['step_time_at_peak_s']:.4g} s"),
     ]
     if led["step_energy_at_peak_j"] is not None:
