@@ -23,13 +23,15 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: Python compiles what it imports on first use; compiling every installed file
+# (torch alone has thousands) up front doubles the install time of a fresh clone.
 $(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade "pip==26.3"
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
 	@touch $@
 
 $(TEST_STAMP): requirements-crosscheck.txt $(STAMP)
-	$(BIN)/python -m pip install --quiet -r requirements-crosscheck.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements-crosscheck.txt
 	@touch $@
 
 # Neither Sphinx (which re-reads only changed sources) nor jupyter-cache (keyed on code cells)
