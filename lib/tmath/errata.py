@@ -938,24 +938,36 @@ def _flash_example(seed: int = 0, T: int = 5, S: int = 7, H: int = 4):
             rng.standard_normal((S, H)), rng.standard_normal((T, H)))
 
 
-def _flash_dq_seed_formula() -> float:
-    """|dQ| when the score gradient is the seed's (dP - P * rowsum(dP)) * P (section 8.3)."""
-    q, k, v, do = _flash_example()
-    tau = 1 / math.sqrt(q.shape[-1])
-    s = tau * q @ k.T
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    dp = do @ v.T
-    ds_seed = (dp - p * dp.sum(axis=-1, keepdims=True)) * p
-    return float(np.linalg.norm(tau * ds_seed @ k))
-
-
-def _flash_dq_correct() -> float:
+def _flash_backward_seed_formula_fails() -> bool:
+    """The correct score gradient matches central differences; the source's (8.3) does not."""
     from tmath.attention import naive_attention_backward
 
     q, k, v, do = _flash_example()
+    tau = 1 / math.sqrt(q.shape[-1])
+    s0 = tau * q @ k.T
+
+    def loss(s: np.ndarray) -> float:
+        p_ = np.exp(s - s.max(axis=-1, keepdims=True))
+        p_ /= p_.sum(axis=-1, keepdims=True)
+        return float(np.sum((p_ @ v) * do))
+
+    eps = 1e-6
+    ds_fd = np.zeros_like(s0)
+    for idx in np.ndindex(s0.shape):
+        plus, minus = s0.copy(), s0.copy()
+        plus[idx] += eps
+        minus[idx] -= eps
+        ds_fd[idx] = (loss(plus) - loss(minus)) / (2 * eps)
+    p = np.exp(s0 - s0.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    dp = do @ v.T
+    ds_correct = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    ds_seed = (dp - p * dp.sum(axis=-1, keepdims=True)) * p  # the source's formula
     dq, _, _ = naive_attention_backward(q, k, v, do)
-    return float(np.linalg.norm(dq))
+    scale = np.max(np.abs(ds_fd))
+    return bool(np.max(np.abs(ds_correct - ds_fd)) < 1e-6 * scale
+                and np.max(np.abs(ds_seed - ds_fd)) > 0.1 * scale
+                and np.allclose(dq, tau * ds_correct @ k, rtol=1e-10, atol=1e-12))
 
 
 def _flash_merge_with_output_rescaled() -> bool:
@@ -1074,16 +1086,18 @@ ERRATA_FLASH: list[Erratum] = [
         key="flash-backward-formula",
         seed="003",
         location="8.3 反向传播的巧妙恒等式",
-        claim="d(qᵢ·kⱼ) = (dSᵢⱼ − Sᵢⱼ·Σⱼ dSᵢⱼ)·Sᵢⱼ；按此式算出的 ‖dQ‖（随机 5×7 例子，H = 4）",
-        stated=_flash_dq_seed_formula(),
-        unit="",
-        compute=_flash_dq_correct,
+        claim="dSᵢⱼ = Σ_d dOᵢd · Vⱼd；d(qᵢ·kⱼ) = (dSᵢⱼ − Sᵢⱼ·Σⱼ dSᵢⱼ)·Sᵢⱼ",
+        correction=(
+            "dOᵢ·vⱼ 是对概率的梯度 dPᵢⱼ；对分数的梯度是 dSᵢⱼ = Pᵢⱼ(dPᵢⱼ − Σₗ Pᵢₗ dPᵢₗ)，"
+            "对 qᵢ·kⱼ 的梯度再乘 τ = 1/√H"
+        ),
+        verify=_flash_backward_seed_formula_fails,
         cause=(
-            "原文的 dSᵢⱼ 其实是对概率的梯度 dPᵢⱼ = dOᵢ·vⱼ；对分数的梯度是 Pᵢⱼ(dPᵢⱼ − Σₗ Pᵢₗ dPᵢₗ)，"
-            "减去的是以 P 加权的行和，不是 Pᵢⱼ 乘以不加权的行和。正确值与有限差分一致（见测试）。"
+            "原文把 softmax 权重也记作 S，于是对概率的梯度 dPᵢⱼ 被写成了 dSᵢⱼ；"
+            "减去的应是以 P 加权的行和 Σₗ Pᵢₗ dPᵢₗ，不是 Pᵢⱼ 乘以不加权的行和。"
+            "核对：在一个随机的 5×7 例子（H = 4）上，正确的式子与中心有限差分一致，原文的式子不一致。"
         ),
         chapter="book/flash/backward",
-        fmt=".4f",
     ),
 ]
 
@@ -1145,8 +1159,8 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="倍",
         compute=lambda: EFFICIENCY_ANNUAL_FACTOR ** (2039 - 2024),
         cause=(
-            "从 2024 年到 2039 年共 15 年，1.28¹⁵ ≈ 40 倍，不是 4 倍；"
-            "4 倍对应的只是到 2030 年的 6 年（1.28⁶ ≈ 4.4）。"
+            f"从 2024 年到 2039 年共 15 年，1.28¹⁵ ≈ {EFFICIENCY_ANNUAL_FACTOR ** 15:.1f} 倍，"
+            f"不是 4 倍；4 倍对应的只是到 2030 年的 6 年（1.28⁶ ≈ {EFFICIENCY_ANNUAL_FACTOR ** 6:.1f}）。"
         ),
         chapter="book/energy/energy",
         fmt=".1f",
@@ -1203,7 +1217,7 @@ ERRATA_ENERGY: list[Erratum] = [
         compute=_gpt3_lower_bound_mwh,
         cause=(
             "每步 FLOPs 少算约一半（gpt3-step-flops），V100 能效又高估 12%（v100-flops-per-watt）；"
-            "精确训练 FLOPs 除以数据手册能效，下限约为原文的 2.3 倍。"
+            "精确训练 FLOPs 除以数据手册能效，下限是原文的两倍多。"
         ),
         chapter="book/energy/energy",
         fmt=".0f",
@@ -1216,7 +1230,7 @@ ERRATA_ENERGY: list[Erratum] = [
         stated=14.0,
         unit="倍",
         compute=lambda: GPT3_MEASURED_MWH / _gpt3_lower_bound_mwh(),
-        cause="下限算低了一半多（gpt3-energy-lower-bound），差距因而被夸大；用正确的下限，差距约 6 倍。",
+        cause="下限算低了一半多（gpt3-energy-lower-bound），差距因而被夸大了一倍多；按正确的下限算出的差距见重算一栏。",
         chapter="book/energy/energy",
         fmt=".1f",
     ),
@@ -1230,7 +1244,7 @@ ERRATA_ENERGY: list[Erratum] = [
         compute=lambda: GPT3_WATER_L / 1000 / OLYMPIC_POOL_M3,
         cause=(
             "奥运标准泳池 50 m × 25 m × 至少 2 m 深，至少 2,500 m³（2,500 千升）；"
-            "700 千升只是它的约 28%，大约四分之一多一点，而不是三分之二。"
+            "700 千升只是它的四分之一多一点（见重算一栏），而不是三分之二。"
         ),
         chapter="book/energy/energy",
         fmt=".2f",
