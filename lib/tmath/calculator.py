@@ -156,11 +156,11 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     kv_room = max(cap - weights_gpu - WORKSPACE_BYTES_PER_GPU, 0.0)  # per GPU
     kv_frac = bounds[0].kv_bytes_per_gpu / bounds[0].kv_bytes if bounds[0].kv_bytes else 1 / tp
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, axes = plt.subplots(3, 1, figsize=(6.4, 9.6))  # stacked: readable in the page column
     ax = axes[0]
     ax.loglog(ts, flops, label="精确值")
     ax.axhline(six_n, color="C1", ls="--", label="6P")
-    ax.axvline(seq_len, color="gray", lw=0.8)
+    ax.axvline(seq_len, color="gray", lw=0.8, label=f"所选 T = {seq_len}")
     ax.set(xlabel="序列长度 T（token）", ylabel="每 token 训练 FLOPs",
            title=f"{cfg.name}：每 token 训练 FLOPs")
     ax.legend()
@@ -172,7 +172,7 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
         ax.loglog(ts[~ok], kv_seq[~ok] / 1e9, ls=":", color="0.6", label=INFEASIBLE_LABEL)
     if room > 0:
         ax.axhline(room / 1e9, color="C3", ls="--", label=f"{tp} 张 {hw.name} 放下权重后余量")
-    ax.axvline(seq_len, color="gray", lw=0.8)
+    ax.axvline(seq_len, color="gray", lw=0.8, label=f"所选 T = {seq_len}")
     ax.set(xlabel="序列长度 T（token）", ylabel="每条序列的 KV cache（GB）", title="一条序列的 KV cache")
     ax.legend(fontsize=8)
     ax = axes[2]
@@ -181,7 +181,7 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     if (~fits).any():
         ax.semilogx(batches[~fits], steps[~fits], "o--", base=2, color="0.6", mfc="none",
                     label=INFEASIBLE_LABEL)
-    ax.set(xlabel="批大小（序列数）", ylabel="每步解码时间（ms）",
+    ax.set(xlabel="批大小（序列数）", ylabel="解码一步的下界（ms）",
            title=f"解码下界，T={seq_len}，TP={tp}")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
