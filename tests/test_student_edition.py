@@ -201,3 +201,22 @@ def served_text(path: Path) -> str:
         parser.feed(text)
         text = " ".join(parser.outside + parser.inside)
     return re.sub(r"\s+", " ", html.unescape(text))
+
+
+def test_student_edition_shows_no_launch_button_even_with_a_repository():
+    """Binder and Colab open the repository's notebooks, solutions included."""
+    from types import SimpleNamespace
+
+    from offline_site import _launch_buttons_need_a_repository
+
+    def launch(student: bool) -> dict:
+        options = {
+            "repository_url": "https://github.com/example-org/transformer-math",
+            "launch_buttons": {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab"},
+        }
+        _launch_buttons_need_a_repository(None, SimpleNamespace(html_theme_options=options,
+                                                                student_edition=student))
+        return options["launch_buttons"]
+
+    assert set(launch(student=False)) == {"binderhub_url", "colab_url"}
+    assert launch(student=True) == {}

@@ -26,7 +26,9 @@
    ``repository.url`` in ``_config.yml``. While it is empty the theme would crash
    on every notebook page (sphinx-book-theme unpacks a missing repository), and
    Jupyter Book's default would point them at its own repository, so the launch
-   providers are switched off and the build says why (at info level).
+   providers are switched off and the build says why (at info level).  The
+   student edition never shows them: they open the repository's notebooks,
+   solutions included.
 """
 
 from __future__ import annotations
@@ -109,15 +111,20 @@ def _launch_buttons_need_a_repository(app, config):
     options = config.html_theme_options
     launch = options.get("launch_buttons") or {}
     url = (options.get("repository_url") or "").strip().rstrip("/")
-    if url and url != JUPYTER_BOOK_DEFAULT_REPOSITORY:
+    student = bool(getattr(config, "student_edition", False))
+    if url and url != JUPYTER_BOOK_DEFAULT_REPOSITORY and not student:
         return
     on = [key for key in LAUNCH_PROVIDERS if launch.get(key)]
     if on:
         from sphinx.util import logging
 
-        logging.getLogger(__name__).info(
-            "launch buttons (%s) are off: set repository.url in _config.yml to the book's public "
-            "repository to show them", ", ".join(on))
+        why = (
+            "the student edition links to no notebook with its solutions (Binder and Colab open "
+            "the repository's notebooks)"
+            if student
+            else "set repository.url in _config.yml to the book's public repository to show them"
+        )
+        logging.getLogger(__name__).info("launch buttons (%s) are off: %s", ", ".join(on), why)
         options["launch_buttons"] = {k: v for k, v in launch.items() if k not in LAUNCH_PROVIDERS}
 
 
