@@ -324,7 +324,8 @@ def render_text(led: dict[str, Any]) -> str:
     if d.get("experts_read_per_moe_layer") is not None:
         notes.append(
             f"MoE：一步 {s['batch']} 个 token，每个 MoE 层按均匀路由期望读到 "
-            f"{d['experts_read_per_moe_layer']:,.2f} 个路由专家（E·(1−(1−k/E)^B)），共享专家总读"
+            f"{d['experts_read_per_moe_layer']:,.2f} 个路由专家（E·(1−(1−k/E)^B)）"
+            + ("，共享专家总读" if p["breakdown"].get("shared_experts") else "，没有共享专家")
         )
     if lay["note_zh"]:
         notes.append(lay["note_zh"])
