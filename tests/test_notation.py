@@ -188,12 +188,12 @@ def test_undeclared_symbols_on_a_synthetic_notebook(tmp_path):
                  'x = sp.Symbol("sigma^2")\n'
                  's = sp.symbols("s1:4", real=True)  # entries of S\n'
                  'mk("Q R")'),
-        ("code", 'import sympy\nM = sympy.Symbol("M")\nA = sp.Matrix(2, 2, lambda i, j: '
+        ("code", 'import sympy\nU = sympy.Symbol("U")\nA = sp.Matrix(2, 2, lambda i, j: '
                  'sp.Symbol(f"a_{i}{j}"))\nname = "w"\nsp.Symbol(name)\nsp.Symbol("sigma^2")'),
-        ("code", 'X = sp.MatrixSymbol("X", 3, 4)\nY2 = sp.MatrixSymbol("Mx", 3, 4)\n'
+        ("code", 'X = sp.MatrixSymbol("X", 3, 4)\nY2 = sp.MatrixSymbol("Ux", 3, 4)\n'
                  'm = sp.symbols("m1 m2 m", real=True)'),
     )
-    assert notation.undeclared_symbols(path) == ["sigma^2", "Q", "M", "<name>", "Mx"]
+    assert notation.undeclared_symbols(path) == ["sigma^2", "Q", "U", "<name>", "Ux"]
 
 
 def test_chapter_local_symbols_count_only_in_their_chapter(tmp_path):

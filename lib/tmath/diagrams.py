@@ -316,7 +316,7 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
         ax, note_x, y_head,
         "每个头各算一次：\n"
         r"$\mathbf{P} = \mathrm{softmax}(\mathbf{Q}\mathbf{K}^\top/\sqrt{"
-        f"{dh}" r"} + M)$" "\n"
+        f"{dh}" r"} + \mathbf{M})$" "\n"
         f"输出各 {shape(seq, dh)}\n{h} 个头互不相干",
     )
 

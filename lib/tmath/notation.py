@@ -254,6 +254,7 @@ _MATRIX_ENTRIES: tuple[Matrix, ...] = (
     Matrix("O", r"\mathbf{O}", "注意力的输出"),
     Matrix("Z", r"\mathbf{Z}", r"一个头的输出 $\mathbf{Z}^{(c)}$"),
     Matrix("dO", r"\mathrm{d}\mathbf{O}", r"损失对 $\mathbf{O}$ 的梯度（$\mathrm{d}\mathbf{S}$ 等同理）"),
+    Matrix("M", r"\mathbf{M}", r"因果掩码，加在得分上：$j\le i$ 处为 0，$j>i$ 处为 $-\infty$", scope=_PART1),
     Matrix("A", r"\mathbf{A}", r"一般矩阵乘 $\mathbf{C}=\mathbf{A}\mathbf{B}$ 的左因子（输入激活）",
            scope=_FLOPS),
     Matrix("B", r"\mathbf{B}", "一般矩阵乘的右因子（参数）", scope=_FLOPS),
