@@ -2,7 +2,8 @@
 
 The browser checks load every page from a localhost server with every request that
 leaves localhost blocked, and fail on such a request, on any console error or
-uncaught exception, on a page whose math MathJax did not render, on raw glue or
+uncaught exception, on a page whose math MathJax did not render or whose display equation
+is wider than the column, on raw glue or
 ``$$`` left in the text, and on an image without alt text.  They also search the
 site for a Chinese and an English term and open a solution dropdown.
 """
@@ -357,6 +358,12 @@ VISIBLE_TEXT = """() => {
 }"""
 
 
+WIDE_MATH = """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).filter(c => {
+  const m = c.querySelector('mjx-math');
+  return m && m.getBoundingClientRect().width > c.parentElement.clientWidth + 2;
+}).map(c => c.textContent.slice(0, 60))"""
+
+
 def load_page(context, url: str) -> dict:
     """Load one page and report what went wrong."""
     page, report = open_page(context, url)
@@ -372,6 +379,8 @@ def load_page(context, url: str) -> dict:
         "Array.from(document.querySelectorAll('.math')).filter(e => !e.querySelector('mjx-container'))"
         ".map(e => e.textContent.slice(0, 80))"
     )
+    # A display equation wider than the page column (Playwright's 1280-pixel window) is cut off.
+    report["wide_math"] = page.evaluate(WIDE_MATH)
     text = page.evaluate(VISIBLE_TEXT)
     report["raw_markup"] = [m for m in ("{glue", "$$", "{cite}", "{numref}") if m in text]
     report["images_without_alt"] = page.evaluate(
@@ -389,7 +398,7 @@ def test_pages_in_chromium(built_site, server, browser):
         r = load_page(browser, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
         checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
-                  "images_without_alt")
+                  "images_without_alt", "wide_math")
         bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
             bad["math"] = f"{r['math_nodes']} math nodes, no MathJax output"
