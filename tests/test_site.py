@@ -2,10 +2,10 @@
 
 The browser checks load every page from a localhost server with every request that
 leaves localhost blocked, and fail on such a request, on any console error or
-uncaught exception, on a page whose math MathJax did not render or whose display equation
-is wider than the column, on raw glue or
-``$$`` left in the text, and on an image without alt text.  They also search the
-site for a Chinese and an English term and open a solution dropdown.
+uncaught exception, on a page whose math MathJax did not render or whose display
+equation is wider than the column, on raw glue or ``$$`` left in the text, and on an
+image without alt text.  They also search the site for a Chinese and an English term
+and open a solution dropdown.
 """
 
 from __future__ import annotations
