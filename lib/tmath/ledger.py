@@ -112,6 +112,9 @@ def build_ledger(
     p = tmath.count_params(cfg)
     f = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=False)
     fc = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True)
+    # sliding-window layers: the useful FLOPs (a windowed kernel), beside the eager count
+    fw = (tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True, window=True)
+          if any(w is not None for w in cfg.layer_windows) else None)
     tokens = seq_len * batch
     n6 = p.active if cfg.is_moe else p.total
     six_nt = 6 * n6 * tokens
@@ -187,6 +190,7 @@ def build_ledger(
             "tokens": tokens,
             "total": f.total,
             "total_causal": fc.total,
+            "total_causal_window": None if fw is None else fw.total,
             "breakdown": dict(f.breakdown),
             "six_n_t": six_nt,
             "six_n_t_uses": "active" if cfg.is_moe else "total",
@@ -289,6 +293,8 @@ def render_text(led: dict[str, Any]) -> str:
         ("总数（全量注意力）", sci(f["total"])),
         ("总数（因果）", sci(f["total_causal"])),
     ]
+    if f.get("total_causal_window") is not None:
+        rows.append(("总数（因果，窗口层只计窗口内）", sci(f["total_causal_window"])))
     rows += [(f"  {PART_ZH.get(k, k)}", sci(v) if v else "0") for k, v in f["breakdown"].items()]
     rows += [
         (f"6·P·token 数（P 取{'每 token 激活参数' if f['six_n_t_uses'] == 'active' else '总参数'}）",
