@@ -3,8 +3,8 @@
 The browser checks load every page from a localhost server with every request that
 leaves localhost blocked, and fail on such a request, on any console error or
 uncaught exception, on a page whose math MathJax did not render or whose display
-equation is wider than the column, on raw glue or ``$$`` left in the text, and on an
-image without alt text.  They also search the site for a Chinese and an English term
+equation or code cell is wider than the column, on raw glue or ``$$`` left in the text,
+and on an image without alt text.  They also search the site for a Chinese and an English term
 and open a solution dropdown.
 """
 
@@ -379,8 +379,13 @@ def load_page(context, url: str) -> dict:
         "Array.from(document.querySelectorAll('.math')).filter(e => !e.querySelector('mjx-container'))"
         ".map(e => e.textContent.slice(0, 80))"
     )
-    # A display equation wider than the page column (Playwright's 1280-pixel window) is cut off.
+    # A display equation wider than the page column (Playwright's 1280-pixel window) is cut off;
+    # a code cell wider than it scrolls sideways (_static/book.css sizes code for 88 columns).
     report["wide_math"] = page.evaluate(WIDE_MATH)
+    report["wide_code"] = page.evaluate(
+        "Array.from(document.querySelectorAll('div.cell_input pre'))"
+        ".filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60))"
+    )
     text = page.evaluate(VISIBLE_TEXT)
     report["raw_markup"] = [m for m in ("{glue", "$$", "{cite}", "{numref}") if m in text]
     report["images_without_alt"] = page.evaluate(
@@ -398,7 +403,7 @@ def test_pages_in_chromium(built_site, server, browser):
         r = load_page(browser, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
         checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
-                  "images_without_alt", "wide_math")
+                  "images_without_alt", "wide_math", "wide_code")
         bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
             bad["math"] = f"{r['math_nodes']} math nodes, no MathJax output"
