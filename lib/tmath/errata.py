@@ -463,7 +463,7 @@ ERRATA_FLOPS: list[Erratum] = [
         unit="FLOPs",
         compute=_gpt3_forward_step_flops,
         cause=(
-            "每层少算了一半（见 gpt3-layer-flops）；精确的一次前向还包括注意力点积 QKᵀ、AV 和输出层。"
+            "每层少算了一半（见 gpt3-layer-flops）；精确的一次前向还包括注意力点积 QKᵀ、PV 和输出层。"
             "按 3.2M token、上下文 2048、不计因果掩码节省计。"
         ),
         chapter="book/flops/six-pt",
