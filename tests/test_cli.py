@@ -217,3 +217,18 @@ def test_replicated_kv_heads_are_reported():
     assert "KV 头复制" in render_text(led)
     led8 = build_ledger(tmath.preset("llama3-70b"), seq_len=1024, batch=1, tp=8)
     assert not led8["tp_layout"]["kv_replicated"] and "KV 头复制" not in render_text(led8)
+
+
+def test_ledger_attention_flash_adds_the_recomputed_scores():
+    # FlashAttention's backward recomputes QK^T once per layer: 2·B·T²·N·H·L more FLOPs
+    # (Llama 3 70B: N = 64, H = 128, L = 80) at T = 4096, B = 1.
+    eager = json.loads(run("ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--tp", "8",
+                           "--json").stdout)
+    flash = json.loads(run("ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--tp", "8",
+                           "--attention", "flash", "--json").stdout)
+    assert flash["settings"]["attention"] == "flash"
+    extra = flash["training_flops"]["total"] - eager["training_flops"]["total"]
+    assert extra == 2 * 4096 * 4096 * 64 * 128 * 80
+    text = run("ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--tp", "8",
+               "--attention", "flash").stdout
+    assert "反向重算 QKᵀ" in text and "反向重算" in text

@@ -87,6 +87,9 @@ def _parser() -> _Parser:
                      "capacity (H100: 80)")
     led.add_argument("--workspace-gb", type=float, default=None,
                      help="memory reserved per GPU beyond weights and KV cache, GB (default 5)")
+    led.add_argument("--attention", default="eager", choices=("eager", "flash"),
+                     help="training-FLOP convention: eager (probabilities saved) or flash (the "
+                     "backward recomputes QK^T, 14 instead of 12 B*T^2*N*H per layer)")
     led.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("presets", help="list preset names")
     sub.add_parser("hardware", help="list the hardware table")
@@ -128,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             recipe=args.recipe,
             hbm_bytes=None if args.hbm_gb is None else args.hbm_gb * 1e9,
             workspace_bytes=None if args.workspace_gb is None else args.workspace_gb * 1e9,
+            attention=args.attention,
         )
         _emit(json.dumps(led, indent=2) if args.json else render_text(led))
         return 0

@@ -79,6 +79,7 @@ def build_ledger(
     recipe: str = "mixed-adam",
     hbm_bytes: float | None = None,
     workspace_bytes: float | None = None,
+    attention: str = "eager",
 ) -> dict[str, Any]:
     """The whole ledger of ``cfg`` in one deployment, as a JSON-serialisable dict.
 
@@ -87,8 +88,11 @@ def build_ledger(
     pass), weights and KV cache in ``dtype``, ``tp`` GPUs of type ``gpu``.  ``hbm_bytes``
     is the usable memory per GPU (default: the datasheet capacity, decimal bytes);
     ``workspace_bytes`` the memory reserved per GPU beyond weights and KV (default
-    :data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).  See the module docstring for what is
-    refused and how feasibility is judged.
+    :data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).  ``attention`` is the training-FLOP
+    convention of :func:`tmath.training_flops`: ``"eager"`` (probabilities saved, what
+    FlopCounterMode measures) or ``"flash"`` (the backward recomputes QKᵀ: 14·B·T²·N·H
+    per layer instead of 12).  See the module docstring for what is refused and how
+    feasibility is judged.
     """
     import tmath
     from tmath.hardware import hardware
@@ -110,10 +114,11 @@ def build_ledger(
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else _positive(
         "workspace_bytes", workspace_bytes, allow_zero=True)
     p = tmath.count_params(cfg)
-    f = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=False)
-    fc = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True)
+    f = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=False, attention=attention)
+    fc = tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True, attention=attention)
     # sliding-window layers: the useful FLOPs (a windowed kernel), beside the eager count
-    fw = (tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True, window=True)
+    fw = (tmath.training_flops(cfg, seq_len=seq_len, batch=batch, causal=True, window=True,
+                               attention=attention)
           if any(w is not None for w in cfg.layer_windows) else None)
     tokens = seq_len * batch
     n6 = p.active if cfg.is_moe else p.total
@@ -176,6 +181,7 @@ def build_ledger(
             "tp": tp,
             "gpu": hw.name,
             "recipe": recipe,
+            "attention": attention,
         },
         "tp_layout": {
             "heads_per_gpu": layout.heads_per_gpu,
@@ -289,7 +295,8 @@ def render_text(led: dict[str, Any]) -> str:
     ]
     rows += [(f"  {PART_ZH.get(k, k)}", _fmt_int(v)) for k, v in p["breakdown"].items()]
     rows += [
-        ("每步训练 FLOPs（前向 + 反向）", ""),
+        ("每步训练 FLOPs（前向 + 反向，"
+         + ("FlashAttention：反向重算 QKᵀ）" if s.get("attention") == "flash" else "保存注意力概率）"), ""),
         ("总数（全量注意力）", sci(f["total"])),
         ("总数（因果）", sci(f["total_causal"])),
     ]
