@@ -28,6 +28,7 @@ import sympy as sp
 
 from tmath._checks import int_arg
 from tmath.config import ModelConfig
+from tmath.notation import sym
 
 __all__ = [
     "SYMBOLS",
@@ -194,14 +195,17 @@ def ring_comm_units(
 
 # --- symbolic ledger of a MoE + MLA model (DeepSeek V3 layout) -----------------------
 
-#: Symbols: width D, vocabulary V, layers L of which L_d dense (FFN width F), experts
-#: of width F_e (E routed, S shared, k routed per token), N heads, MLA ranks r_q
-#: (queries) and d_c (keys/values), rotary d_R, no-rope d_n and value d_v head dims.
+#: Symbols, from the book's notation registry (:mod:`tmath.notation`): width D,
+#: vocabulary V, layers L of which L_d dense (FFN width F), experts of width F_e
+#: (E routed, E_shared shared, k routed per token), N heads, MLA ranks r_q (queries)
+#: and d_c (keys/values), rotary d_R, no-rope d_n and value d_v head dims.  The key
+#: "S" is kept as an alias of E_shared for older code.
 SYMBOLS: dict[str, sp.Symbol] = {
-    name: sp.Symbol(name, positive=True, integer=True)
-    for name in ("D", "V", "L", "L_d", "F", "F_e", "E", "S", "k", "N",
+    name: sym(name)
+    for name in ("D", "V", "L", "L_d", "F", "F_e", "E", "E_shared", "k", "N",
                  "r_q", "d_c", "d_R", "d_n", "d_v")
 }
+SYMBOLS["S"] = SYMBOLS["E_shared"]
 
 
 def moe_param_exprs() -> dict[str, sp.Expr]:
@@ -209,7 +213,7 @@ def moe_param_exprs() -> dict[str, sp.Expr]:
 
     MLA per layer: ``D r_q + r_q N (d_n + d_R) + D (d_c + d_R) + d_c N (d_n + d_v) + N d_v D``;
     norms ``L (2D + r_q + d_c) + D``; ``L_d`` dense gated MLPs ``3DF``; ``L - L_d`` MoE
-    layers with ``E`` routed and ``S`` shared gated experts ``3DF_e`` and a router ``ED``;
+    layers with ``E`` routed and ``E_shared`` shared gated experts ``3DF_e`` and a router ``ED``;
     untied embedding and LM head ``2VD``.  ``active`` replaces the routed ``E`` by ``k``
     (the router is still computed for every expert).  Equals ``tmath.count_params``.
     """
@@ -221,7 +225,7 @@ def moe_param_exprs() -> dict[str, sp.Expr]:
             + Ld * 3 * D * g["F"])
 
     def with_routed(routed: sp.Expr) -> sp.Expr:
-        return base + (L - Ld) * ((routed + g["S"]) * 3 * D * g["F_e"] + g["E"] * D)
+        return base + (L - Ld) * ((routed + g["E_shared"]) * 3 * D * g["F_e"] + g["E"] * D)
 
     return {"total": with_routed(g["E"]), "active": with_routed(g["k"])}
 
@@ -234,20 +238,26 @@ def moe_subs(cfg: ModelConfig) -> dict[sp.Symbol, int]:
     vals = {"D": cfg.hidden_size, "V": cfg.vocab_size, "L": cfg.num_layers,
             "L_d": cfg.first_k_dense, "F": cfg.intermediate_size,
             "F_e": cfg.moe_intermediate_size, "E": cfg.n_routed_experts,
-            "S": cfg.n_shared_experts, "k": cfg.experts_per_token, "N": cfg.num_heads,
+            "E_shared": cfg.n_shared_experts, "k": cfg.experts_per_token, "N": cfg.num_heads,
             "r_q": cfg.q_lora_rank, "d_c": cfg.kv_lora_rank, "d_R": cfg.qk_rope_head_dim,
             "d_n": cfg.qk_nope_head_dim, "d_v": cfg.v_head_dim}
     return {SYMBOLS[name]: v for name, v in vals.items()}
 
 
 def critical_batch_expr() -> tuple[sp.Expr, dict[str, sp.Symbol]]:
-    """Weights-only critical batch ``B* = R beta E / (2k)`` solved with SymPy.
+    """Weights-only critical batch ``B* = R b E / (2k)`` solved with SymPy.
 
-    Intensity of a MoE layer: ``2 k B D F_e / (beta E D F_e)`` FLOP per byte (beta =
-    bytes per weight); setting it equal to the ridge R and solving for B.  E = k = 1
-    gives the dense ``R beta / 2``.
+    Intensity of a MoE layer: ``2 k B D F_e / (b E D F_e)`` FLOP per byte (b = bytes
+    per weight, the registry's letter); setting it equal to the ridge R and solving
+    for B.  E = k = 1 gives the dense ``R b / 2``.  The returned dict maps "B", "b"
+    and "R" to the registry's symbols ("beta" is kept as an alias of "b").
     """
-    B, beta, R = sp.symbols("B beta R", positive=True)
+    # Solve over plain positive symbols (B is an integer in the registry, and solve
+    # drops a root it cannot prove integral), then write the result in the book's letters.
+    B_, b_, R_ = sp.symbols("B_ b_ R_", positive=True)
     E, k, D, Fe = SYMBOLS["E"], SYMBOLS["k"], SYMBOLS["D"], SYMBOLS["F_e"]
-    intensity = 2 * k * B * D * Fe / (beta * E * D * Fe)
-    return sp.solve(sp.Eq(intensity, R), B)[0], {"B": B, "beta": beta, "R": R}
+    intensity = 2 * k * B_ * D * Fe / (b_ * E * D * Fe)
+    root = sp.solve(sp.Eq(intensity, R_), B_)[0]
+    book = {"B": sym("B"), "b": sym("b"), "R": sym("R")}
+    expr = root.subs({b_: book["b"], R_: book["R"]})
+    return expr, {**book, "beta": book["b"]}
