@@ -145,6 +145,11 @@ def _canvas(width: float, height: float, xlim: tuple[float, float], ylim: tuple[
 # --- diagrams --------------------------------------------------------------------------
 
 
+def _shape(*dims: int | str) -> str:
+    """``[1, 12,288]``: a tensor shape as the diagrams print it."""
+    return "[" + ", ".join(f"{x:,}" if isinstance(x, int) else x for x in dims) + "]"
+
+
 def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     """The pre-LN GPT block (GPT-2/GPT-3), drawn bottom to top, with both residuals.
 
@@ -163,9 +168,6 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
             f"got {h} x {dh} != {d}"
         )
 
-    def shape(*dims: int | str) -> str:
-        return "[" + ", ".join(f"{x:,}" if isinstance(x, int) else x for x in dims) + "]"
-
     fig, ax = _canvas(6.6, 9.6, (-1.9, 6.9), (-0.55, 12.8))
     cx, bw, bh = 2.0, 2.6, 0.5  # main column: centre x, box width, box height
     note_x = 4.05  # shapes and parameter counts, right of the column
@@ -176,11 +178,11 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
     y_ln2, y_w1, y_gelu, y_w2, y_add2, y_out = 7.95, 8.95, 9.85, 10.75, 11.55, 12.1
 
     _box(ax, cx, y_in, bw, bh, "输入 x（来自上一层）", role="io")
-    _note(ax, note_x, y_in, shape(seq, d))
+    _note(ax, note_x, y_in, _shape(seq, d))
     _arrow(ax, (cx, y_in + bh / 2), (cx, y_ln1 - bh / 2))
 
     _box(ax, cx, y_ln1, bw, bh, "LayerNorm", role="norm")
-    _note(ax, note_x, y_ln1, shape(seq, d) + "，参数 γ, β")
+    _note(ax, note_x, y_ln1, _shape(seq, d) + "，参数 γ, β")
 
     # Q, K, V: three boxes side by side
     qkv_w = 0.95
@@ -188,41 +190,41 @@ def gpt_block(cfg: Any = None, seq: str = "1") -> Any:
         _arrow(ax, (cx, y_ln1 + bh / 2), (cx + dx, y_qkv - bh / 2))
         _box(ax, cx + dx, y_qkv, qkv_w, bh, f"× $\\mathbf{{W}}^{name}$", role="matmul")
         _arrow(ax, (cx + dx, y_qkv + bh / 2), (cx + dx, y_att - 0.45))
-    _note(ax, note_x, y_qkv, f"各 {shape(seq, d)}\n拆成 {h} 个头，每头 {shape(seq, dh)}")
+    _note(ax, note_x, y_qkv, f"各 {_shape(seq, d)}\n拆成 {h} 个头，每头 {_shape(seq, dh)}")
 
     # the attention core of h heads
     _box(
         ax, cx, y_att, bw + 0.3, 0.9,
         f"{h} 个头并行：\nsoftmax(q·kᵀ / √{dh}) · v", role="attention",
     )
-    _note(ax, note_x, y_att, f"每头 {shape(seq, dh)}\n（因果：只看已有的 token）")
+    _note(ax, note_x, y_att, f"每头 {_shape(seq, dh)}\n（因果：只看已有的 token）")
     _arrow(ax, (cx, y_att + 0.45), (cx, y_cat - bh / 2))
 
     _box(ax, cx, y_cat, bw, bh, "拼接（concat）", role="elementwise")
-    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
+    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {_shape(seq, d)}")
     _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
 
     _box(ax, cx, y_o, bw, bh, "× $\\mathbf{W}^O$", role="matmul")
-    _note(ax, note_x, y_o, f"$\\mathbf{{W}}^O$: {shape(d, d)}")
+    _note(ax, note_x, y_o, f"$\\mathbf{{W}}^O$: {_shape(d, d)}")
     _arrow(ax, (cx, y_o + bh / 2), (cx, y_add1 - 0.17))
     _plus(ax, cx, y_add1)
     _note(ax, note_x, y_add1, "残差连接：x + 注意力输出")
 
     _arrow(ax, (cx, y_add1 + 0.17), (cx, y_ln2 - bh / 2))
     _box(ax, cx, y_ln2, bw, bh, "LayerNorm", role="norm")
-    _note(ax, note_x, y_ln2, shape(seq, d) + "，参数 γ, β")
+    _note(ax, note_x, y_ln2, _shape(seq, d) + "，参数 γ, β")
     _arrow(ax, (cx, y_ln2 + bh / 2), (cx, y_w1 - bh / 2))
 
     _box(ax, cx, y_w1, bw, bh, "× $\\mathbf{W}_1$", role="matmul")
-    _note(ax, note_x, y_w1, f"$\\mathbf{{W}}_1$: {shape(d, f)}\n升维 → {shape(seq, f)}")
+    _note(ax, note_x, y_w1, f"$\\mathbf{{W}}_1$: {_shape(d, f)}\n升维 → {_shape(seq, f)}")
     _arrow(ax, (cx, y_w1 + bh / 2), (cx, y_gelu - bh / 2))
 
     _box(ax, cx, y_gelu, bw, bh, "GELU（逐元素）", role="elementwise")
-    _note(ax, note_x, y_gelu, f"形状不变 {shape(seq, f)}")
+    _note(ax, note_x, y_gelu, f"形状不变 {_shape(seq, f)}")
     _arrow(ax, (cx, y_gelu + bh / 2), (cx, y_w2 - bh / 2))
 
     _box(ax, cx, y_w2, bw, bh, "× $\\mathbf{W}_2$", role="matmul")
-    _note(ax, note_x, y_w2, f"$\\mathbf{{W}}_2$: {shape(f, d)}\n降维 → {shape(seq, d)}")
+    _note(ax, note_x, y_w2, f"$\\mathbf{{W}}_2$: {_shape(f, d)}\n降维 → {_shape(seq, d)}")
     _arrow(ax, (cx, y_w2 + bh / 2), (cx, y_add2 - 0.17))
     _plus(ax, cx, y_add2)
     _note(ax, note_x, y_add2, "残差连接：+ 前馈网络输出")
@@ -279,16 +281,13 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
             f"got {h} x {dh} != {d}"
         )
 
-    def shape(*dims: int | str) -> str:
-        return "[" + ", ".join(f"{x:,}" if isinstance(x, int) else x for x in dims) + "]"
-
     fig, ax = _canvas(6.8, 7.6, (-0.2, 9.4), (-0.5, 9.6))
     cx, bh = 3.0, 0.5
     note_x = 6.2
     y_in, y_proj, y_split, y_head, y_cat, y_o, y_out = 0.0, 1.4, 2.8, 4.6, 6.4, 7.6, 8.75
 
     _box(ax, cx, y_in, 3.0, bh, "输入 X（LayerNorm 之后）", role="io")
-    _note(ax, note_x, y_in, shape(seq, d))
+    _note(ax, note_x, y_in, _shape(seq, d))
 
     proj_x = (1.3, 3.0, 4.7)
     for x, name in zip(proj_x, ("Q", "K", "V"), strict=True):
@@ -296,10 +295,10 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
         _box(ax, x, y_proj, 1.25, bh, f"× $\\mathbf{{W}}^{name}$", role="matmul")
         _arrow(ax, (x, y_proj + bh / 2), (x, y_split - bh / 2))
     weights = r"$\mathbf{W}^Q, \mathbf{W}^K, \mathbf{W}^V$"
-    _note(ax, note_x, y_proj, f"一次大乘法：\n{weights}: {shape(d, d)}\n结果各 {shape(seq, d)}")
+    _note(ax, note_x, y_proj, f"一次大乘法：\n{weights}: {_shape(d, d)}\n结果各 {_shape(seq, d)}")
 
     _box(ax, cx, y_split, 4.6, bh, "按列切成 h 段（拆分头）", role="elementwise")
-    _note(ax, note_x, y_split, f"{shape(seq, d)} → {shape(h, seq, dh)}\n第 c 段就是第 c 个头")
+    _note(ax, note_x, y_split, f"{_shape(seq, d)} → {_shape(h, seq, dh)}\n第 c 段就是第 c 个头")
 
     head_x = (0.75, 2.15, 3.85, 5.25)
     labels = ("头 1", "头 2", "…", f"头 {h}")
@@ -317,18 +316,18 @@ def multihead_attention(cfg: Any = None, seq: str = "T") -> Any:
         "每个头各算一次：\n"
         r"$\mathbf{P} = \mathrm{softmax}(\mathbf{Q}\mathbf{K}^\top/\sqrt{"
         f"{dh}" r"} + \mathbf{M})$" "\n"
-        f"输出各 {shape(seq, dh)}\n{h} 个头互不相干",
+        f"输出各 {_shape(seq, dh)}\n{h} 个头互不相干",
     )
 
     _box(ax, cx, y_cat, 3.0, bh, "拼接（Concat）", role="elementwise")
-    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {shape(seq, d)}")
+    _note(ax, note_x, y_cat, f"{h} × {dh} = {d:,}\n→ {_shape(seq, d)}")
     _arrow(ax, (cx, y_cat + bh / 2), (cx, y_o - bh / 2))
 
     _box(ax, cx, y_o, 3.0, bh, r"× $\mathbf{W}^O$", role="matmul")
-    _note(ax, note_x, y_o, r"$\mathbf{W}^O$: " + f"{shape(d, d)}\n把各头的结果混合起来")
+    _note(ax, note_x, y_o, r"$\mathbf{W}^O$: " + f"{_shape(d, d)}\n把各头的结果混合起来")
     _arrow(ax, (cx, y_o + bh / 2), (cx, y_out - bh / 2))
     _box(ax, cx, y_out, 3.0, bh, "多头注意力的输出", role="io")
-    _note(ax, note_x, y_out, shape(seq, d))
+    _note(ax, note_x, y_out, _shape(seq, d))
 
     ax.set_title(f"多头注意力：拆分 → 各头注意力 → 拼接 → 输出投影（{cfg.name}）", fontsize=11)
     fig.tight_layout()
