@@ -125,3 +125,51 @@ def test_png_dpi_reads_a_low_resolution_png():
 def test_mplfonts_is_pinned():
     lines = REQUIREMENTS.read_text(encoding="utf-8").splitlines()
     assert "mplfonts==0.0.11" in lines
+
+
+# A machine may have fonts that declare the same family names as the pinned files: Debian's
+# fonts-noto-cjk ("Noto Sans CJK SC" in NotoSansCJK-Regular.ttc), which `make test` installs
+# with Chromium, and fonts-dejavu-core. Registered before tmath.plots runs, such a font wins
+# matplotlib's lookup unless the pin drops it. The child process below stands in for that
+# machine by registering copies of both files under other names first.
+PIN_PROBE = r"""
+import shutil, sys
+from pathlib import Path
+import matplotlib
+matplotlib.use("Agg")
+from matplotlib import font_manager
+import mplfonts, os
+tmp = Path(sys.argv[1])
+cjk = Path(os.path.dirname(mplfonts.__file__)) / "fonts" / "NotoSansCJKsc-Regular.otf"
+dejavu = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+for src, name in ((cjk, "NotoSansCJK-Regular.otf"), (dejavu, "DejaVuSans-System.ttf")):
+    shutil.copy(src, tmp / name)
+    font_manager.fontManager.addfont(str(tmp / name))
+# Before the pin, the system-like copies are what the lookup finds.
+before = font_manager.findfont(font_manager.FontProperties(family="Noto Sans CJK SC"))
+import tmath.plots
+props = font_manager.FontProperties(family=matplotlib.rcParams["font.family"])
+found = [p for p in font_manager.fontManager._find_fonts_by_props(props)]
+print(Path(before).name)
+print(*found[:2], sep="\n")
+"""
+
+
+def test_a_system_font_of_the_same_name_does_not_take_over(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", PIN_PROBE, str(tmp_path)], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    # Before the pin another file held the name (the stand-in, or Debian's .ttc where installed).
+    assert out[0] in {"NotoSansCJK-Regular.otf", "NotoSansCJK-Regular.ttc"}
+    assert Path(out[1]) == tmath.plots.dejavu_font_path()
+    assert Path(out[2]) == tmath.plots.cjk_font_path()
+
+
+def test_a_real_system_noto_cjk_if_present_is_not_used():
+    """Where Debian's fonts-noto-cjk is installed (make test installs it), it is dropped."""
+    names = {Path(f.fname).name for f in font_manager.fontManager.ttflist
+             if f.name == "Noto Sans CJK SC"}
+    assert names == {"NotoSansCJKsc-Regular.otf"}

@@ -6,6 +6,12 @@ is harmless).  :func:`setup`
 - registers Noto Sans CJK SC, shipped by the pinned PyPI package ``mplfonts``
   (``mplfonts/fonts/NotoSansCJKsc-Regular.otf``), with matplotlib's font
   manager, so a fresh machine needs no system font;
+- pins both families of the fallback list **by file**: every other font that declares
+  the same family name is dropped from the font manager.  Debian's ``fonts-noto-cjk``
+  (which Chromium's install brings in) also declares "Noto Sans CJK SC", in
+  ``NotoSansCJK-Regular.ttc``, and would otherwise win the lookup; a system copy of
+  DejaVu Sans would likewise replace matplotlib's own.  So figures are drawn with the
+  same files on every machine, whatever fonts it has;
 - sets ``font.family`` to ``["DejaVu Sans", "Noto Sans CJK SC"]``: matplotlib
   (>= 3.6) falls back glyph by glyph, so Latin, digits, Greek, sub- and
   superscripts and symbols such as × ≈ ≤ → − come from DejaVu Sans and Chinese
@@ -33,7 +39,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib import font_manager
 
-__all__ = ["CJK_FONT", "DPI", "FONT_FAMILY", "cjk_font_path", "setup"]
+__all__ = ["CJK_FONT", "DPI", "FONT_FAMILY", "cjk_font_path", "dejavu_font_path", "setup"]
 
 #: The family name of the CJK font, as its file declares it.
 CJK_FONT = "Noto Sans CJK SC"
@@ -43,6 +49,25 @@ FONT_FAMILY: list[str] = ["DejaVu Sans", CJK_FONT]
 DPI = 150
 _FONT_FILE = "NotoSansCJKsc-Regular.otf"
 _registered: Path | None = None
+
+
+def dejavu_font_path() -> Path:
+    """Path of DejaVu Sans (regular) as shipped inside matplotlib (``mpl-data/fonts/ttf``)."""
+    return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+
+
+def _pin_family(family: str, folder: Path, *, only: Path | None = None) -> None:
+    """Keep, of every font that declares ``family``, only the files in ``folder``
+    (or only the file ``only``): DejaVu Sans keeps matplotlib's regular, bold and
+    oblique faces, Noto Sans CJK SC the one mplfonts file."""
+    fm = font_manager.fontManager
+
+    def keep(f: font_manager.FontEntry) -> bool:
+        path = Path(f.fname)
+        return f.name != family or (path == only if only else path.parent == folder)
+
+    fm.ttflist = [f for f in fm.ttflist if keep(f)]
+    fm._findfont_cached.cache_clear()  # lookups made before the pin are stale
 
 
 def cjk_font_path() -> Path:
@@ -74,6 +99,8 @@ def setup() -> Path:
     if _registered is None:
         path = cjk_font_path()
         font_manager.fontManager.addfont(str(path))
+        _pin_family(CJK_FONT, path.parent, only=path)
+        _pin_family("DejaVu Sans", dejavu_font_path().parent)
         _registered = path
     matplotlib.rcParams["font.family"] = list(FONT_FAMILY)
     matplotlib.rcParams["axes.unicode_minus"] = True
