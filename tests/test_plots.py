@@ -145,6 +145,9 @@ dejavu = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 for src, name in ((cjk, "NotoSansCJK-Regular.otf"), (dejavu, "DejaVuSans-System.ttf")):
     shutil.copy(src, tmp / name)
     font_manager.fontManager.addfont(str(tmp / name))
+    # first in the list, so it wins a tie with matplotlib's own file
+    font_manager.fontManager.ttflist.insert(0, font_manager.fontManager.ttflist.pop())
+font_manager.fontManager._findfont_cached.cache_clear()
 # Before the pin, the system-like copies are what the lookup finds.
 before = font_manager.findfont(font_manager.FontProperties(family="Noto Sans CJK SC"))
 import tmath.plots
