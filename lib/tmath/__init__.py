@@ -5,136 +5,88 @@ configurations and presets, exact parameter and FLOP counts (checked against
 transformers and PyTorch's FlopCounterMode), memory, KV cache, serving bounds,
 energy, attention in NumPy (naive and tiled), SymPy derivations, the errata of
 the source notes and the exercises' answer keys.
+
+Importing ``tmath`` is cheap: every name below is loaded from its module on first
+use (PEP 562), so a notebook or the command line pays for SymPy, NumPy or
+matplotlib only where it uses them.  ``tmath.plots`` is imported on its own (it
+sets matplotlib's rcParams).
 """
 
-from tmath.sources import SOURCES, Source, source
+from __future__ import annotations
 
-__all__ = ["SOURCES", "Source", "source"]
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-# --- the ledger: configs, presets, parameters, FLOPs, KV cache --------------
-from tmath.config import SUPPORTED_MODEL_TYPES, ModelConfig  # noqa: E402
-from tmath.flops import (  # noqa: E402
-    FlopCount,
-    attention_crossover,
-    attention_matmul_ratio,
-    einsum_dims,
-    einsum_flops,
-    forward_flops,
-    six_n_t,
-    six_n_t_error,
-    training_flops,
-)
-from tmath.kvcache import (  # noqa: E402
-    DTYPE_BYTES,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
-    kv_cache_bytes_sequence,
-    max_sequences,
-)
-from tmath.params import ParamCount, count_params, mtp_params  # noqa: E402
-from tmath.presets import GPT3_TABLE_2_1, preset, presets  # noqa: E402
+# Public name -> the module that defines it (and, where it differs, its name there).
+_NAMES: dict[str, tuple[str, str]] = {}
 
-__all__ += [
-    "SUPPORTED_MODEL_TYPES", "ModelConfig", "FlopCount", "attention_crossover",
-    "attention_matmul_ratio", "einsum_dims", "einsum_flops", "forward_flops", "six_n_t",
-    "six_n_t_error", "training_flops", "DTYPE_BYTES", "kv_cache_bytes",
-    "kv_cache_bytes_per_token", "kv_cache_bytes_sequence", "max_sequences", "ParamCount",
-    "count_params", "mtp_params",
-    "GPT3_TABLE_2_1", "preset", "presets",
-]
 
-# --- memory, serving, energy --------------------------------------------------
-from tmath import energy, hardware, memory, serving, sweep  # noqa: E402
-from tmath.energy import EnergyChain, energy_chain  # noqa: E402
-from tmath.hardware import HARDWARE, Hardware, hardware_names  # noqa: E402
-from tmath.hardware import hardware as get_hardware  # noqa: E402
-from tmath.memory import (  # noqa: E402
-    activation_bytes_per_layer,
-    activation_bytes_seed_heuristic,
-    activation_memory,
-    checkpoint_flops,
-    training_bytes_per_param,
-    zero_bytes_per_param,
-)
-from tmath.serving import (  # noqa: E402
-    concurrency,
-    critical_batch,
-    decode_bound,
-    decode_time_lower_bound,
-    max_concurrent_sequences,
-)
-from tmath.sweep import flops_vs_seq_len  # noqa: E402
+def _export(module: str, *names: str, **renamed: str) -> None:
+    for name in names:
+        _NAMES[name] = (module, name)
+    for public, inner in renamed.items():
+        _NAMES[public] = (module, inner)
 
-__all__ += [
-    "energy", "hardware", "memory", "serving", "sweep",
-    "EnergyChain", "energy_chain", "HARDWARE", "Hardware", "hardware_names", "get_hardware",
-    "activation_bytes_per_layer", "activation_bytes_seed_heuristic", "activation_memory",
-    "checkpoint_flops", "training_bytes_per_param", "zero_bytes_per_param",
-    "concurrency", "critical_batch", "decode_bound", "decode_time_lower_bound",
-    "max_concurrent_sequences", "flops_vs_seq_len",
-]
 
-# --- attention in NumPy ----------------------------------------------------------
-from tmath.attention import (  # noqa: E402
-    AttentionResult,
-    attention_hbm_bytes,
-    attention_memory_bytes,
-    causal_mask,
-    flash_attention,
-    flash_attention_backward,
-    merge_attention_states,
-    naive_attention,
-    naive_attention_backward,
-    peak_memory_and_time,
-)
+# --- sources; the ledger: configs, presets, parameters, FLOPs, KV cache -------------
+_export("sources", "SOURCES", "Source", "source")
+_export("config", "SUPPORTED_MODEL_TYPES", "ModelConfig")
+_export("flops", "FlopCount", "attention_crossover", "attention_matmul_ratio", "einsum_dims",
+        "einsum_flops", "forward_flops", "six_n_t", "six_n_t_error", "training_flops")
+_export("kvcache", "DTYPE_BYTES", "kv_cache_bytes", "kv_cache_bytes_per_token",
+        "kv_cache_bytes_sequence", "max_sequences")
+_export("params", "ParamCount", "count_params", "mtp_params")
+# ``presets`` names both a module and its function: bound here, eagerly (a cheap import),
+# because importing the submodule anywhere would otherwise rebind ``tmath.presets`` to it.
+from tmath.presets import GPT3_TABLE_2_1, preset, presets  # noqa: E402, F401
 
-__all__ += [
-    "AttentionResult",
-    "attention_hbm_bytes",
-    "attention_memory_bytes",
-    "causal_mask",
-    "flash_attention",
-    "flash_attention_backward",
-    "merge_attention_states",
-    "naive_attention",
-    "naive_attention_backward",
-    "peak_memory_and_time",
-]
+# --- memory, serving, energy ----------------------------------------------------------
+_export("energy", "EnergyChain", "energy_chain")
+_export("hardware", "HARDWARE", "Hardware", "hardware_names", get_hardware="hardware")
+_export("memory", "activation_bytes_per_layer", "activation_bytes_seed_heuristic",
+        "activation_memory", "checkpoint_flops", "training_bytes_per_param",
+        "zero_bytes_per_param", "ActivationBytes", "activation_bytes")
+_export("serving", "concurrency", "critical_batch", "decode_bound", "decode_time_lower_bound",
+        "max_concurrent_sequences", "WORKSPACE_BYTES_PER_GPU", "TPLayout", "tp_layout")
+_export("sweep", "flops_vs_seq_len")
+# --- attention in NumPy -----------------------------------------------------------------
+_export("attention", "AttentionResult", "attention_hbm_bytes", "attention_memory_bytes",
+        "causal_mask", "flash_attention", "flash_attention_backward", "merge_attention_states",
+        "naive_attention", "naive_attention_backward", "peak_memory_and_time")
+# --- the book's support: exercise keys, one deployment's ledger, notation ---------------
+_export("exercises", "check")
+_export("ledger", "build_ledger")
+_export("moe", "expected_experts_touched")
+_export("notation", "sym", "syms")
 
-# --- the book's other modules and its support (errata, exercise keys) --------
-from tmath import (  # noqa: E402
-    attention,
-    calculator,
-    crosscheck,
-    errata,
-    exercises,
-    gpt,
-    moe,
-    roofline,
-    symbolic,
-)
-from tmath.exercises import check  # noqa: E402
+#: Submodules reachable as attributes (``tmath.energy``) without an explicit import.
+_SUBMODULES = frozenset({
+    "actmeasure", "attention", "calculator", "config", "crosscheck", "energy", "errata",
+    "exercises", "flops", "fmt", "gpt", "hardware", "kvcache", "ledger", "memory", "moe",
+    "nb", "notation", "params", "plots", "presets", "roofline", "serving", "sources", "sweep",
+    "symbolic", "toy",
+})
 
-__all__ += [
-    "attention", "calculator", "crosscheck", "errata", "exercises", "gpt", "moe", "roofline",
-    "symbolic", "check",
-]
+__all__ = sorted(set(_NAMES) | {"GPT3_TABLE_2_1", "preset", "presets"} | {
+    "energy", "hardware", "memory", "serving", "sweep", "attention", "calculator",
+    "crosscheck", "errata", "exercises", "gpt", "moe", "roofline", "symbolic", "actmeasure",
+    "ledger", "fmt", "notation",
+})
 
-# --- one deployment's ledger; activations per architecture ----------------------
-from tmath import actmeasure, ledger  # noqa: E402
-from tmath.ledger import build_ledger  # noqa: E402
-from tmath.memory import ActivationBytes, activation_bytes  # noqa: E402
-from tmath.moe import expected_experts_touched  # noqa: E402
-from tmath.serving import WORKSPACE_BYTES_PER_GPU, TPLayout, tp_layout  # noqa: E402
 
-__all__ += [
-    "actmeasure", "ledger", "build_ledger", "ActivationBytes", "activation_bytes",
-    "expected_experts_touched", "WORKSPACE_BYTES_PER_GPU", "TPLayout", "tp_layout",
-]
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        module, inner = _NAMES[name]
+        value = getattr(importlib.import_module(f"tmath.{module}"), inner)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"tmath.{name}")
+    else:
+        raise AttributeError(f"module 'tmath' has no attribute {name!r}")
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-# --- the book's one number formatter (tmath.plots is imported on its own: it sets rcParams)
-from tmath import fmt, notation  # noqa: E402
-from tmath.notation import sym, syms  # noqa: E402
 
-__all__ += ["fmt", "notation", "sym", "syms"]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)

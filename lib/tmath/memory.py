@@ -293,8 +293,8 @@ def activation_bytes(
     dim (nope + rope) and value head dim for every head; its latent down-projections are
     not modelled.  Those cases have ``checked=False``.
     """
+    from tmath.actterms import activation_layer_terms
     from tmath.serving import dtype_bytes, tp_layout
-    from tmath.symbolic import activation_layer_terms
 
     s = int_arg("seq_len", seq_len)
     b = int_arg("micro_batch", micro_batch)

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
-
-import sympy as sp
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from tmath._checks import int_arg
 from tmath.config import ModelConfig
 from tmath.notation import sym
 
+if TYPE_CHECKING:  # SymPy is imported by the functions that build expressions
+    import sympy as sp
+
 __all__ = [
-    "SYMBOLS",
+    "SYMBOLS",  # noqa: F822  (built on first use by __getattr__)
     "moe_param_exprs",
     "moe_subs",
     "critical_batch_expr",
@@ -200,12 +202,22 @@ def ring_comm_units(
 #: (E routed, E_shared shared, k routed per token), N heads, MLA ranks r_q (queries)
 #: and d_c (keys/values), rotary d_R, no-rope d_n and value d_v head dims.  The key
 #: "S" is kept as an alias of E_shared for older code.
-SYMBOLS: dict[str, sp.Symbol] = {
-    name: sym(name)
-    for name in ("D", "V", "L", "L_d", "F", "F_e", "E", "E_shared", "k", "N",
-                 "r_q", "d_c", "d_R", "d_n", "d_v")
-}
-SYMBOLS["S"] = SYMBOLS["E_shared"]
+@cache
+def _symbols() -> dict[str, sp.Symbol]:
+    out = {
+        name: sym(name)
+        for name in ("D", "V", "L", "L_d", "F", "F_e", "E", "E_shared", "k", "N",
+                     "r_q", "d_c", "d_R", "d_n", "d_v")
+    }
+    out["S"] = out["E_shared"]
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    # ``tmath.moe.SYMBOLS`` is built on first use, so importing the module loads no SymPy.
+    if name == "SYMBOLS":
+        return _symbols()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def moe_param_exprs() -> dict[str, sp.Expr]:
@@ -217,7 +229,7 @@ def moe_param_exprs() -> dict[str, sp.Expr]:
     untied embedding and LM head ``2VD``.  ``active`` replaces the routed ``E`` by ``k``
     (the router is still computed for every expert).  Equals ``tmath.count_params``.
     """
-    g = SYMBOLS
+    g = _symbols()
     D, N, L, Ld = g["D"], g["N"], g["L"], g["L_d"]
     attn = (D * g["r_q"] + g["r_q"] * N * (g["d_n"] + g["d_R"]) + D * (g["d_c"] + g["d_R"])
             + g["d_c"] * N * (g["d_n"] + g["d_v"]) + N * g["d_v"] * D)
@@ -241,7 +253,8 @@ def moe_subs(cfg: ModelConfig) -> dict[sp.Symbol, int]:
             "E_shared": cfg.n_shared_experts, "k": cfg.experts_per_token, "N": cfg.num_heads,
             "r_q": cfg.q_lora_rank, "d_c": cfg.kv_lora_rank, "d_R": cfg.qk_rope_head_dim,
             "d_n": cfg.qk_nope_head_dim, "d_v": cfg.v_head_dim}
-    return {SYMBOLS[name]: v for name, v in vals.items()}
+    g = _symbols()
+    return {g[name]: v for name, v in vals.items()}
 
 
 def critical_batch_expr() -> tuple[sp.Expr, dict[str, sp.Symbol]]:
@@ -254,8 +267,11 @@ def critical_batch_expr() -> tuple[sp.Expr, dict[str, sp.Symbol]]:
     """
     # Solve over plain positive symbols (B is an integer in the registry, and solve
     # drops a root it cannot prove integral), then write the result in the book's letters.
+    import sympy as sp
+
     B_, b_, R_ = sp.symbols("B_ b_ R_", positive=True)
-    E, k, D, Fe = SYMBOLS["E"], SYMBOLS["k"], SYMBOLS["D"], SYMBOLS["F_e"]
+    g = _symbols()
+    E, k, D, Fe = g["E"], g["k"], g["D"], g["F_e"]
     intensity = 2 * k * B_ * D * Fe / (b_ * E * D * Fe)
     root = sp.solve(sp.Eq(intensity, R_), B_)[0]
     book = {"B": sym("B"), "b": sym("b"), "R": sym("R")}

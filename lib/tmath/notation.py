@@ -37,10 +37,13 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import sympy as sp
+if TYPE_CHECKING:  # SymPy is imported where a symbol is made, not by ``import tmath``
+    import sympy as sp
 
 __all__ = [
     "Notation", "Matrix", "SYMBOLS", "MATRICES", "SCOPE_BOOK", "sym", "syms", "latex",
@@ -105,6 +108,8 @@ class Notation:
 
     @property
     def symbol(self) -> sp.Symbol:
+        import sympy as sp
+
         return sp.Symbol(self.sympy_name, **dict(self.assumptions))
 
 
@@ -279,7 +284,12 @@ SYMBOLS: Mapping[str, Notation] = _index(_ENTRIES, "symbol")
 #: The bold matrices; an entry of ``X`` is ``x_{ij}`` (SymPy ``x11``, ``x_12``, ``x_{i}{j}``).
 MATRICES: Mapping[str, Matrix] = _index(_MATRIX_ENTRIES, "matrix")
 _BY_NAME: Mapping[str, Notation] = MappingProxyType({e.sympy_name: e for e in _ENTRIES})
-_SYMBOL_CACHE: dict[str, sp.Symbol] = {key: e.symbol for key, e in SYMBOLS.items()}
+
+
+@cache
+def _symbol_cache() -> dict[str, sp.Symbol]:
+    """The SymPy symbol of every key, made once (on the first :func:`sym` call)."""
+    return {key: e.symbol for key, e in SYMBOLS.items()}
 
 
 def sym(key: str) -> sp.Symbol:
@@ -290,7 +300,7 @@ def sym(key: str) -> sp.Symbol:
     if not isinstance(key, str):
         raise TypeError(f"key must be a str such as 'D', got {type(key).__name__} {key!r}")
     try:
-        return _SYMBOL_CACHE[key]
+        return _symbol_cache()[key]
     except KeyError:
         near = [k for k in SYMBOLS if k.lower().startswith(key[:1].lower())]
         raise KeyError(
@@ -309,11 +319,14 @@ def syms(keys: str) -> tuple[sp.Symbol, ...]:
 
 def latex_names() -> dict[sp.Symbol, str]:
     """``{symbol: LaTeX}`` for ``sp.latex(expr, symbol_names=latex_names())``."""
-    return {_SYMBOL_CACHE[k]: e.latex for k, e in SYMBOLS.items()}
+    cache = _symbol_cache()
+    return {cache[k]: e.latex for k, e in SYMBOLS.items()}
 
 
 def latex(expr: object, **kwargs: object) -> str:
     r"""``sp.latex`` with the registry's LaTeX for each symbol (``N_{\text{gpu}}``, not ``N_{gpu}``)."""
+    import sympy as sp
+
     return sp.latex(expr, symbol_names=latex_names(), **kwargs)
 
 
@@ -401,6 +414,8 @@ def _names_in_call(call: ast.Call, imported: Mapping[str, str]) -> tuple[str, li
     if text is None:
         return kind, [f"<{ast.unparse(arg)}>"]
     if attr in {"symbols", "var"} and "{}" not in text:
+        import sympy as sp
+
         names = [s.name for s in sp.symbols(text, seq=True)]
         return kind, names
     return kind, [text]
