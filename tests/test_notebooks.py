@@ -7,7 +7,6 @@ import re
 import nbformat
 import pytest
 
-import setup_cells
 from conftest import ROOT
 from test_site import toc_notebooks
 
@@ -139,20 +138,6 @@ def test_quote_check_sees_prose_and_skips_code():
             '````{admonition} 外\n```python\ny = "z"\n```\n后"面"\n````\n$a"b$')
     found = [line.strip() for line in prose_lines(text) if '"' in line]
     assert found == ['正文"引号"', '标题"一"', '框里"也算"', '后"面"']
-
-
-def test_only_excluded_notebooks_need_torch():
-    """`make book` has no torch: a notebook that imports it must be excluded from build execution."""
-    from pathlib import PurePosixPath
-
-    import yaml
-
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    patterns = config["execute"]["exclude_patterns"]
-    for path in NOTEBOOKS:
-        nb = nbformat.read(path, as_version=4)
-        excluded = any(PurePosixPath(path.as_posix()).match(p) for p in patterns)
-        assert setup_cells.needs_torch(nb) == excluded, f"{ids(path)}: torch import vs exclude_patterns"
 
 
 EXERCISE = re.compile(r"```\{exercise-start\}[^\n]*\n:label: (\S+)\n```\n(.*?)```\{exercise-end\}", re.S)
