@@ -1,0 +1,79 @@
+"""Benchmark: the three waits a reader or maintainer meets, each against its goal.
+
+Run from the repository root, with the venv made (``make .venv/.requirements.stamp``)::
+
+    .venv/bin/python benchmarks/bench_workflow.py            # all three
+    .venv/bin/python benchmarks/bench_workflow.py --skip-test  # not the 4-minute one
+
+1. ``make book`` from an empty ``_build`` (venv ready): a copy of the committed tree is
+   built with this venv's ``jupyter-book``, strict, as ``make book`` does.
+2. ``make test`` on a fresh clone (pip cache warm): ``git clone`` of HEAD, then
+   ``make test`` in it, venv creation and installs included.
+3. ``python -m tmath ledger --preset llama3-70b``: the median of several runs.
+
+Each line prints the time, the goal and the ratio. Nothing is asserted: timings are not
+tests (the machines are shared and noisy); read them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+GOALS = {"book": 60.0, "test": 240.0, "ledger": 0.3}
+
+
+def wall(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return elapsed
+
+
+def clone(dest: Path) -> Path:
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(dest)], check=True)
+    return dest
+
+
+def report(name: str, seconds: float, what: str) -> None:
+    goal = GOALS[name]
+    verdict = "ok" if seconds <= goal else "OVER"
+    print(f"{what:<58} {seconds:8.2f} s   goal {goal:6.1f} s   "
+          f"{seconds / goal:5.2f} x goal   {verdict}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--skip-test", action="store_true", help="skip the fresh-clone `make test`")
+    ap.add_argument("--repeat", type=int, default=7, help="runs of the ledger command")
+    args = ap.parse_args()
+
+    runs = [wall([str(BIN / "python"), "-m", "tmath", "ledger", "--preset", "llama3-70b"], ROOT)
+            for _ in range(args.repeat)]
+    report("ledger", statistics.median(runs),
+           f"python -m tmath ledger --preset llama3-70b (median of {args.repeat})")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = clone(Path(tmp) / "book")
+        seconds = wall([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"], tree)
+        report("book", seconds, "make book from an empty _build (venv ready)")
+
+    if not args.skip_test:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = clone(Path(tmp) / "book")
+            seconds = wall(["make", "test"], tree)
+            report("test", seconds, "make test on a fresh clone (pip cache warm)")
+
+
+if __name__ == "__main__":
+    main()
