@@ -364,6 +364,24 @@ WIDE_MATH = """() => Array.from(document.querySelectorAll('mjx-container[display
 }).map(c => c.textContent.slice(0, 60))"""
 
 
+WIDE_OUTPUT = """() => Array.from(document.querySelectorAll(
+    'main div.cell_output pre, main div.cell_output div.output, main div.cell_output .text_html'))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.trim().slice(0, 60))"""
+
+WIDE_TABLE = """() => Array.from(document.querySelectorAll('main table')).filter(t => {
+  const box = t.closest('.pst-scrollable-table-container, div.output, div.cell_output') || t.parentElement;
+  return t.getBoundingClientRect().width > box.clientWidth + 1
+      || (box.scrollWidth > box.clientWidth + 1);
+}).map(t => t.innerText.trim().slice(0, 60))"""
+
+
+@functools.cache
+def bib_keys() -> frozenset[str]:
+    """Citation keys of book/references.bib: printed raw, a key is a bug (print the citation)."""
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"@\w+\{([^,\s]+),", text))
+
+
 def load_page(context, url: str) -> dict:
     """Load one page and report what went wrong."""
     page, report = open_page(context, url)
@@ -386,6 +404,14 @@ def load_page(context, url: str) -> dict:
         "Array.from(document.querySelectorAll('div.cell_input pre'))"
         ".filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.textContent.slice(0, 60))"
     )
+    # The same for what a cell prints (text, HTML tables) and for the page's own tables: a
+    # reader should not have to scroll sideways to see the end of a line or a column.
+    report["wide_output"] = page.evaluate(WIDE_OUTPUT)
+    report["wide_table"] = page.evaluate(WIDE_TABLE)
+    outputs = page.evaluate(
+        "Array.from(document.querySelectorAll('main div.cell_output')).map(e => e.innerText).join('\\n')"
+    )
+    report["raw_cite_keys"] = sorted(k for k in bib_keys() if re.search(rf"\b{re.escape(k)}\b", outputs))
     text = page.evaluate(VISIBLE_TEXT)
     report["raw_markup"] = [m for m in ("{glue", "$$", "{cite}", "{numref}") if m in text]
     report["images_without_alt"] = page.evaluate(
@@ -403,7 +429,8 @@ def test_pages_in_chromium(built_site, server, browser):
         r = load_page(browser, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
         checks = ("blocked", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
-                  "images_without_alt", "wide_math", "wide_code")
+                  "images_without_alt", "wide_math", "wide_code", "wide_output", "wide_table",
+                  "raw_cite_keys")
         bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
             bad["math"] = f"{r['math_nodes']} math nodes, no MathJax output"
