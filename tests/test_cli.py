@@ -96,7 +96,7 @@ def test_preset_table_and_presets_list():
 def test_hardware_listing():
     r = run("hardware")
     assert r.returncode == 0 and "H100" in r.stdout and "989.0" in r.stdout
-    assert "81,559 MiB" in r.stdout and "GB = 1e9 bytes" in r.stdout  # the two capacity conventions
+    assert "81,559 MiB" in r.stdout and "   80 GiB" in r.stdout  # capacity (GiB) and what the runtime shows
 
 
 def test_sweep_equals_training_flops():
@@ -158,7 +158,7 @@ def test_infeasible_deployments_are_flagged():
         led = build_ledger(tmath.preset(name), seq_len=2048, batch=1, tp=tp)
         feas = led["feasibility"]
         assert feas["weight_bytes_per_gpu"] == pytest.approx(weights)
-        assert feas["hbm_bytes_per_gpu"] == 80e9
+        assert feas["hbm_bytes_per_gpu"] == 80 * 2**30
         assert feas["needed_bytes_per_gpu"] == pytest.approx(weights + feas["kv_bytes_per_gpu"] + 5e9)
         assert feas["feasible"] is False and feas["verdict_zh"].startswith("不可行")
     ok = build_ledger(tmath.preset("llama3-70b"), seq_len=4096, batch=1, tp=8)["feasibility"]
@@ -179,7 +179,7 @@ def test_infeasible_deployments_are_flagged():
 def test_cli_prints_the_verdict_and_json_field():
     r = run("ledger", "--preset", "deepseek-v3", "--tp", "8")
     assert r.returncode == 0, r.stderr
-    assert "不可行：每卡需要" in r.stdout and "超过 H100 的 80.0 GB" in r.stdout
+    assert "不可行：每卡需要" in r.stdout and "超过 H100 的 85.9 GB" in r.stdout
     assert "每卡、微批次 1、TP=8、序列并行开" in r.stdout and "未与实测核对" in r.stdout  # MoE + MLA
     r = run("ledger", "--preset", "deepseek-v3", "--tp", "8", "--json", "--hbm-gb", "200")
     led = json.loads(r.stdout)

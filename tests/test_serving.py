@@ -138,14 +138,14 @@ def test_preset_decode_bound_llama3_70b():
     assert d2.tokens_per_s == pytest.approx(4 / d2.seconds)
 
 
-@pytest.mark.parametrize("ctx,expected", [(4096, 341), (8192, 170), (32768, 42)])
+@pytest.mark.parametrize("ctx,expected", [(4096, 377), (8192, 188), (32768, 47)])
 def test_preset_concurrency_llama3_70b_8xh100(ctx, expected):
     import tmath
 
     c = tmath.concurrency(
         tmath.preset("llama3-70b"), "H100", tp=8, context_len=ctx, overhead_bytes_per_gpu=5e9
     )
-    budget = 80e9 - 2 * LLAMA3_70B_PARAMS / 8 - 5e9
+    budget = 80 * 2**30 - 2 * LLAMA3_70B_PARAMS / 8 - 5e9  # 80 GiB per card
     assert c.kv_budget_bytes_per_gpu == pytest.approx(budget)
     assert c.sequences == math.floor(budget / (LLAMA3_70B_KV_BF16 / 8 * ctx)) == expected
 

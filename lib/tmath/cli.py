@@ -83,8 +83,8 @@ def _parser() -> _Parser:
     led.add_argument("--gpu", default="H100", help="hardware name (see `tmath hardware`)")
     led.add_argument("--recipe", default="mixed-adam", help="training recipe (default mixed-adam)")
     led.add_argument("--hbm-gb", type=float, default=None,
-                     help="usable memory per GPU in GB (1e9 bytes); default: the datasheet "
-                     "capacity (H100: 80)")
+                     help="usable memory per GPU in GB (1e9 bytes); default: the card's "
+                     "capacity, the datasheet's GB read as GiB (H100: 80 GiB = 85.9 GB)")
     led.add_argument("--workspace-gb", type=float, default=None,
                      help="memory reserved per GPU beyond weights and KV cache, GB (default 5)")
     led.add_argument("--attention", default="eager", choices=("eager", "flash"),
@@ -113,10 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                        if h.runtime_total_bytes else "")
                 print(
                     f"{h.name:<7} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
-                    f"{h.hbm_bytes / 1e9:5.0f} GB  {h.hbm_bandwidth / 1e12:5.3f} TB/s  {tdp:>6}  [{h.source}]"
+                    f"{h.hbm_bytes / 2**30:5.0f} GiB  {h.hbm_bandwidth / 1e12:5.3f} TB/s  {tdp:>6}  "
+                    f"[{h.source}]"
                     + smi
                 )
-            print("GB = 1e9 bytes (datasheet capacity, what feasibility compares against; "
+            print("capacity: the datasheet's GB read as GiB (what feasibility compares against; "
                   "`ledger --hbm-gb` overrides it)")
             return 0
         _check_flags(args)

@@ -8,19 +8,18 @@ Conventions (read before using a number):
   asterisk; the dense figure is half of it (e.g. H100 SXM: 1,979 sparse ->
   989 dense TFLOP/s).
 * ``fp8_flops`` is the dense fp8 peak, ``None`` where the chip has no fp8.
-* ``hbm_bytes`` is the datasheet capacity in decimal bytes (``80 GB`` ->
-  ``80e9``), the way the datasheets and the source documents write it.  This is
-  the book's capacity convention, and feasibility checks compare against it
+* ``hbm_bytes`` is the memory capacity in bytes, reading the datasheet's "GB" as
+  GiB (2**30 bytes): an H100 SXM "80 GB" holds 80 GiB = 85,899,345,920 bytes
+  (85.9 GB), the physical HBM.  This is the book's capacity convention (the
+  notation page states it), and feasibility checks compare against it
   (:func:`tmath.ledger.build_ledger` takes any other figure as ``hbm_bytes``).
-  What the runtime reports differs: an H100 SXM "80 GB" shows
-  ``81559MiB`` in ``nvidia-smi`` (85.52e9 bytes, 79.6 GiB), an A100 80GB
-  ``81920MiB`` (85.90e9 bytes); ``torch.cuda.mem_get_info`` reports a total of
-  the same order, and after the CUDA context and the framework's own reserve a
-  process can allocate somewhat less.  ``runtime_total_bytes`` records the
-  ``nvidia-smi`` totals where we have a report (modal-labs/modal-client pull
-  request 2797 lists them); the decimal datasheet figure is the conservative
-  one on these chips, and the workspace reserved per GPU
-  (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`) covers the context.
+  Reading "80 GB" as 80e9 bytes would understate the card by 7 %.  The runtime
+  sees a little less: ``nvidia-smi`` shows ``81559MiB`` on an H100 SXM (85.52e9
+  bytes, 79.6 GiB; the driver keeps the rest), an A100 80GB ``81920MiB``;
+  ``runtime_total_bytes`` records those totals where we have a report
+  (modal-labs/modal-client pull request 2797 lists them).  The workspace
+  reserved per GPU (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`, 5 GB) covers
+  that reserve, the CUDA context and the framework's buffers.
 * ``hbm_bandwidth`` is bytes/s, decimal (``3.35 TB/s`` -> ``3.35e12``).
 * ``tdp_watts`` is the board's maximum thermal design power (``None`` if the
   vendor does not publish it).  Energy estimates that divide FLOPs by
@@ -45,7 +44,7 @@ class Hardware:
     name: str
     dense_flops: float  # FLOP/s, dense 16-bit tensor (bf16; fp16 on V100)
     fp8_flops: float | None  # FLOP/s, dense fp8 tensor; None if unsupported
-    hbm_bytes: float  # bytes (decimal, as on the datasheet)
+    hbm_bytes: float  # bytes: the datasheet's GB read as GiB (80 GB -> 80 * 2**30)
     hbm_bandwidth: float  # bytes/s
     tdp_watts: float | None  # W, board maximum
     interconnect_bandwidth: float | None  # bytes/s, total as printed
@@ -67,15 +66,17 @@ class Hardware:
         return self.dense_flops / self.hbm_bandwidth
 
 
+GiB = 2**30
+
 _TABLE = [
-    Hardware("V100", 125e12, None, 32e9, 900e9, 300.0, 300e9, 2017, "fp16", "nvidia-v100-datasheet"),
-    Hardware("A100", 312e12, None, 80e9, 2039e9, 400.0, 600e9, 2020, "bf16", "nvidia-a100-datasheet",
+    Hardware("V100", 125e12, None, 32 * GiB, 900e9, 300.0, 300e9, 2017, "fp16", "nvidia-v100-datasheet"),
+    Hardware("A100", 312e12, None, 80 * GiB, 2039e9, 400.0, 600e9, 2020, "bf16", "nvidia-a100-datasheet",
              81920 * 2**20),
-    Hardware("H100", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 900e9, 2022, "bf16", "nvidia-h100-datasheet",
+    Hardware("H100", 989e12, 1979e12, 80 * GiB, 3.35e12, 700.0, 900e9, 2022, "bf16", "nvidia-h100-datasheet",
              81559 * 2**20),
-    Hardware("H800", 989e12, 1979e12, 80e9, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
-    Hardware("H200", 989e12, 1979e12, 141e9, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
-    Hardware("TPUv5e", 197e12, None, 16e9, 819e9, None, 200e9, 2023, "bf16", "google-tpu-v5e"),
+    Hardware("H800", 989e12, 1979e12, 80 * GiB, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
+    Hardware("H200", 989e12, 1979e12, 141 * GiB, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
+    Hardware("TPUv5e", 197e12, None, 16 * GiB, 819e9, None, 200e9, 2023, "bf16", "google-tpu-v5e"),
 ]
 
 #: name -> :class:`Hardware`.  Names: V100 (SXM2 32GB), A100 (SXM 80GB),

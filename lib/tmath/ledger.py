@@ -19,8 +19,9 @@ A deployment that cannot exist is said so, never silently priced:
   share of the batch's KV cache and a stated workspace
   (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`, 5 GB: CUDA context, library buffers, one
   step's activations, fragmentation).  That sum is compared with the usable memory per
-  GPU, by default the datasheet capacity in decimal bytes (H100: 80 GB = 80e9 B; the
-  runtime reports 81,559 MiB, see :mod:`tmath.hardware`), or ``hbm_bytes`` if given.
+  GPU, by default the card's capacity with the datasheet's GB read as GiB (H100: 80 GiB =
+  85.9e9 B; the runtime reports 81,559 MiB, see :mod:`tmath.hardware`), or ``hbm_bytes``
+  if given.
   ``feasible`` is False when it does not fit; every other figure is still computed (it is
   arithmetic), and the text and the tables flag it.
 """
@@ -141,7 +142,7 @@ def build_ledger(
         "scope": "serving the batch: weights/tp + the batch's KV cache per GPU + workspace",
         "gpu": hw.name,
         "hbm_bytes_per_gpu": cap,
-        "hbm_convention": "datasheet capacity in decimal bytes (80 GB = 80e9) unless hbm_bytes "
+        "hbm_convention": "the datasheet's GB read as GiB (80 GB = 80 * 2**30 bytes) unless hbm_bytes "
         "is given; nvidia-smi reports an H100 SXM as 81559 MiB",
         "weight_bytes_per_gpu": weight_gpu,
         "kv_bytes_per_gpu": kv_gpu,
