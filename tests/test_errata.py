@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -51,3 +52,35 @@ def test_an_erratum_needs_a_figure_or_a_checked_formula():
 
     with pytest.raises(ValueError, match="stated= and compute="):
         Erratum(key="x", seed="000", location="", claim="", cause="", chapter="book/index", stated=1.0)
+
+
+# Names that carry digits but are not figures: models, chips, formats, sections, equations.
+NAMED = re.compile(
+    r"GPT-\d|Llama[- ]?\d(?:\.\d)?(?: \d+B)?|Gemma[- ]?\d(?: \d+B)?|DeepSeek[- ]?V\d(?:-Lite)?"
+    r"|Qwen\d?(?:\.\d)?|Mixtral|[HAV]100|H[28]00|B200|TPU ?v5e|bf16|fp\d+|int\d|[Ee]q\. ?\d+"
+    r"|表 ?\d+(?:\.\d+)?|图 ?\d+|第 ?\d+ ?[节章]|\(?8\.1\d′?\)?|\d{4}-\d{2}-\d{2}|v\d\b|\d+(?:\.\d+)?[BM]\b"
+    r"|\b(?:19|20)[0-3]\d\b|\b\d{4}\.\d{4,5}\b"  # years and arXiv numbers
+)
+FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def typed_figures(text: str) -> list[str]:
+    """Numbers in an erratum's text that look recomputed (a decimal point or three digits or
+    more) and are not a name such as GPT-3, H100 or 表 2.1: they must be ``{fields}``."""
+    text = re.sub(r"\{[^{}]+\}", " ", NAMED.sub(" ", text))
+    return [m for m in FIGURE.findall(text)
+            if "." in m.strip(".") or len(m.replace(",", "")) >= 3]
+
+
+def test_typed_figures_finds_what_it_should():
+    assert typed_figures("24 × 128 = 3072，全模型约 1.52B") == ["128", "3072"]
+    assert typed_figures("GPT-3 论文表 2.1 在 H100 上，{total} 个参数") == []
+
+
+@pytest.mark.parametrize("e", ERRATA, ids=lambda e: e.key)
+def test_numbers_in_causes_are_computed(e):
+    """Every figure an erratum's cause or correction quotes comes from its values(), so it
+    cannot drift from the computation (a typed 3,072 next to a computed 2,048 did)."""
+    typed = typed_figures(e.cause) + typed_figures(e.correction)
+    assert not typed, f"{e.key}: typed figures {typed}; put them in values() as {{fields}}"
+    e.cause_text(), e.correction_text()  # every field is filled

@@ -48,6 +48,10 @@ class Erratum:
     verify: Callable[[], bool] | None = None
     fmt: str = ".4g"
     rel_tol: float = 1e-3
+    #: Numbers quoted in ``cause`` (or ``correction``) are computed, not typed: those texts
+    #: may hold ``{name}`` fields, filled from ``values()`` (strings already formatted,
+    #: e.g. with :mod:`tmath.fmt`).  :meth:`cause_text` and :meth:`correction_text` fill them.
+    values: Callable[[], dict[str, str]] | None = None
 
     def __post_init__(self) -> None:
         numeric = self.stated is not None and self.compute is not None
@@ -89,13 +93,29 @@ class Erratum:
             return _fmt.num(x, digits)
         return f"{x:{self.fmt}}"
 
+    def _filled(self, text: str) -> str:
+        if self.values is None:
+            return text
+        try:
+            return text.format(**self.values())
+        except (KeyError, IndexError) as e:
+            raise ValueError(f"erratum {self.key!r}: values() has no field {e} used in its text") from None
+
+    def cause_text(self) -> str:
+        """``cause`` with its ``{name}`` fields filled from :attr:`values`."""
+        return self._filled(self.cause)
+
+    def correction_text(self) -> str:
+        """``correction`` with its ``{name}`` fields filled from :attr:`values`."""
+        return self._filled(self.correction)
+
     def row(self) -> dict[str, str]:
         """The appendix row, formatted."""
         if self.is_numeric:
             stated = f"{self.format_value(self.stated)} {self.unit}".strip()
             recomputed = f"{self.format_value(self.recomputed())} {self.unit}".strip()
         else:
-            stated, recomputed = "公式", self.correction
+            stated, recomputed = "公式", self.correction_text()
         return {
             "key": self.key,
             "seed": self.seed,
@@ -103,7 +123,7 @@ class Erratum:
             "claim": self.claim,
             "stated": stated,
             "recomputed": recomputed,
-            "cause": self.cause,
+            "cause": self.cause_text(),
             "chapter": self.chapter,
         }
 
