@@ -272,6 +272,36 @@ def tex_in_title(html: str) -> list[str]:
     return [text] if _TEX_IN_TITLE.search(text) else []
 
 
+# --- (h) negative zero and Python notation in what a reader sees --------------------------
+
+# What a reader sees as a result: prose, tables and cell outputs (which myst-nb renders in a
+# ``.highlight`` box inside ``.cell_output``); not the code typed in a cell (``.cell_input``),
+# a code block of the prose, nor inline code.
+_SHOWN_SKIP = ("script", "style", "head", "code", ".cell_input")
+_NEG_ZERO = re.compile(r"(?<![\w.])[−-]0(?:\.0*)?(?![\d.])")
+_PY_OPERATOR = re.compile(r"[\w)\]]\s?\*\*?\s?[\w(]")
+
+
+def _shown_strings(html: str) -> list[NavigableString]:
+    soup = _soup(html)
+    root = soup.body or soup
+    return [s for s in root.find_all(string=True)
+            if s.strip() and type(s) is NavigableString and not _inside(s, _SHOWN_SKIP)
+            and (_inside(s, (".cell_output",)) or not _inside(s, (".highlight",)))]
+
+
+def negative_zero(html: str) -> list[str]:
+    """``−0``, ``-0.0``, ``−0.00%``: a rounded negative that prints as a signed zero."""
+    return [_context(str(s), m.start(), m.end()) for s in _shown_strings(html)
+            for m in _NEG_ZERO.finditer(str(s))]
+
+
+def python_notation(html: str) -> list[str]:
+    """``34*H/5`` or ``2**30`` shown as a result (a table, an output, prose): write × and powers."""
+    return [_context(str(s), m.start(), m.end()) for s in _shown_strings(html)
+            for m in _PY_OPERATOR.finditer(str(s))]
+
+
 CHECKS = {
     "e_notation": e_notation,
     "wide_code_lines": wide_code_lines,
@@ -280,6 +310,8 @@ CHECKS = {
     "alt_without_chinese": alt_without_chinese,
     "english_headers": english_headers,
     "tex_in_title": tex_in_title,
+    "negative_zero": negative_zero,
+    "python_notation": python_notation,
 }
 
 
@@ -427,6 +459,24 @@ def test_english_headers(header, ok):
 )
 def test_tex_in_title(title, ok):
     assert (tex_in_title(page("<p>正文</p>", title=title)) == []) is ok
+
+
+@pytest.mark.parametrize("text,found", [
+    ("<td>−0.0%</td>", True), ("<pre>差 -0</pre>", True), ("<p>−0.03</p>", False),
+    ("<p>10−0</p>", False), ("<p>−0.5</p>", False), ("<td>0.0</td>", False),
+])
+def test_negative_zero(text, found):
+    assert bool(negative_zero(page(text))) == found
+
+
+@pytest.mark.parametrize("text,found", [
+    ("<td>34*H/5</td>", True), ("<pre>2**30 字节</pre>", True), ("<p>34 × H / 5</p>", False),
+    ("<p><code>2**30</code></p>", False), ("<div class='cell_input'><pre>a*b</pre></div>", False),
+    ("<p>注*</p>", False), ("<div class='highlight'><pre>a*b</pre></div>", False),
+    ("<div class='cell_output'><div class='highlight'><pre>T* = 34*H/5</pre></div></div>", True),
+])
+def test_python_notation(text, found):
+    assert bool(python_notation(page(text))) == found
 
 
 def test_a_clean_page_passes_every_check():
