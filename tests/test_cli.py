@@ -413,3 +413,14 @@ def test_readme_lists_exactly_the_supported_model_types():
     assert listed == set(tmath.SUPPORTED_MODEL_TYPES) | set(CHECKED_WRAPPERS), (
         listed ^ (set(tmath.SUPPORTED_MODEL_TYPES) | set(CHECKED_WRAPPERS)))
     assert "text_config" in para
+
+
+def test_help_is_chinese(capsys):
+    from tmath.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["ledger", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("用法：tmath ledger")
+    assert "显示这段帮助并退出" in out and "含 config.json 的模型文件夹" in out
+    assert "show this help" not in out and "options:" not in out

@@ -53,7 +53,7 @@ _ARGPARSE = [
     (r"argument (?P<a>\S+): expected one argument",
      lambda m: (f"{m['a']} 后面缺少取值", m["a"])),
     (r"unrecognized arguments: (?P<v>.*)",
-     lambda m: (f"无法识别的参数：{m['v']}（python -m tmath ledger --help 列出全部选项）",
+     lambda m: (f"无法识别的参数：{m['v']}（用 -h 查看可用的选项）",
                 m["v"].split()[0])),
     (r"the following arguments are required: (?P<v>.*)",
      lambda m: (f"缺少命令：请用 {'、'.join(COMMANDS)} 之一", "command")),
@@ -62,7 +62,20 @@ _ARGPARSE = [
 ]
 
 
+class _Formatter(argparse.HelpFormatter):
+    def _format_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any) -> str:
+        return super()._format_usage(usage, actions, groups, "用法：" if prefix is None else prefix)
+
+
 class _Parser(argparse.ArgumentParser):
+    """argparse in Chinese: headings, ``-h``, and every error (see :meth:`error`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, add_help=False, formatter_class=_Formatter, **kwargs)
+        self._positionals.title = "位置参数"
+        self._optionals.title = "选项"
+        self.add_argument("-h", "--help", action="help", help="显示这段帮助并退出")
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2
         for pattern, say in _ARGPARSE:
             m = re.fullmatch(pattern, message.strip(), flags=re.S)
