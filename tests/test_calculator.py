@@ -90,7 +90,62 @@ def test_widget_builds_and_redraws(capsys):
 
 
 def test_bad_model_is_refused():
-    with pytest.raises(TypeError, match="preset name or a tmath.ModelConfig"):
+    with pytest.raises(TypeError, match="预设名.*tmath.ModelConfig"):
         calculator.ledger(70e9)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="未知的预设模型 'llama-9000'"):
         calculator.ledger("llama-9000")
+
+
+def test_every_preset_works_at_the_default_settings():
+    # The default T is the smaller of 2,048 and the model's context (GPT-2: 1,024); it used to
+    # be 4,096, which GPT-2 and GPT-3 refused.
+    import tmath
+
+    for name in tmath.presets():
+        led = calculator.ledger(name)
+        assert led["settings"]["seq_len"] == min(2048, tmath.preset(name).max_position), name
+        assert led["settings"]["seq_len_source"] == "default"
+    assert "默认 T" in calculator.ledger_text("gpt3-175b")
+    # the figure's defaults too: T = 1,024 and TP = 4 (12 heads; 8 does not divide them)
+    assert calculator.default_tp("gpt2") == 4 and calculator.default_tp("gpt2-xl") == 1
+    assert calculator.default_tp("llama3-70b") == 8
+    fig = calculator.ledger_figure("gpt2")
+    assert any(line.get_label() == "所选 T = 1024" for line in fig.axes[0].get_lines())
+    assert fig.axes[2].get_title() == "解码下界，T=1024，TP=4"
+    for name in tmath.presets():
+        calculator.default_tp(name)  # never refuses
+        tmath.serving.tp_layout(tmath.preset(name), calculator.default_tp(name))
+
+
+def test_widget_defaults_to_the_default_t(capsys):
+    import ipywidgets  # noqa: F401  (the widget needs it; so does this test)
+
+    calculator.widget()
+    out = capsys.readouterr().out
+    assert "默认 T：取 2,048 与模型位置数 8,192 中较小者" in out  # llama3-70b: T = 2,048
+    assert "默认 TP：取 1、2、4、8 中能均分注意力头的最大者，TP=8" in out
+
+
+def test_widget_works_for_every_preset_at_its_defaults(capsys):
+    import matplotlib.pyplot as plt
+
+    import tmath
+
+    parts = calculator._widget_box()
+    for name in tmath.presets():
+        capsys.readouterr()
+        parts["model"].value = name  # redraws with the default T and TP
+        plt.close("all")
+        out = capsys.readouterr().out
+        assert "无法计算" not in out and f"模型 {name}" in out, out[:300]
+
+
+def test_widget_reads_a_model_folder_and_refuses_cleanly(tmp_path):
+    from conftest import ROOT
+
+    (tmp_path / "config.json").write_bytes(
+        (ROOT / "tests" / "hf_configs" / "multimodal" / "gemma-3-4b-it.json").read_bytes())
+    cfg = calculator._read_config(str(tmp_path))
+    assert cfg.wrapper == "gemma3" and cfg.name == tmp_path.name
+    with pytest.raises(ValueError, match="嵌套太深"):
+        calculator._read_config("", [{"name": "deep.json", "content": b"[" * 10**5}])

@@ -3,9 +3,12 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tmath.errors import has_chinese
 
 
 def run(*args, cwd=None):
@@ -44,9 +47,9 @@ TINY_PARAMS = 2 * (64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64) + 2 
         (["ledger", "--preset", "gpt2", "--dtype", "fp7"], "--dtype"),
         (["ledger", "--preset", "gpt2", "--gpu", "B900"], "--gpu"),
         (["ledger", "--preset", "gpt2", "--batch", "two"], "--batch"),
-        (["ledger", "/no/such/config.json"], "CONFIG"),
+        (["ledger", "/no/such/config.json"], "/no/such/config.json"),
         (["ledger"], "CONFIG"),
-        (["frobnicate"], "invalid choice"),
+        (["frobnicate"], "未知命令 frobnicate"),
     ],
 )
 def test_bad_flags_one_line_exit_2(args, flag):
@@ -54,7 +57,8 @@ def test_bad_flags_one_line_exit_2(args, flag):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
-    assert lines[0].startswith("tmath: error:") and flag in lines[0]
+    assert lines[0].startswith("tmath: 错误：") and flag in lines[0]
+    assert has_chinese(lines[0]) and r.stdout == ""
 
 
 def test_bad_config_field_is_one_line(tmp_path):
@@ -66,7 +70,7 @@ def test_bad_config_field_is_one_line(tmp_path):
     assert "Traceback" not in r.stderr
     p.write_text("{not json")
     r = run("ledger", str(p))
-    assert r.returncode == 2 and "not valid JSON" in r.stderr
+    assert r.returncode == 2 and "不是合法的 JSON" in r.stderr
 
 
 def test_unseen_config_json(tmp_path):
@@ -232,3 +236,191 @@ def test_ledger_attention_flash_adds_the_recomputed_scores():
     text = run("ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--tp", "8",
                "--attention", "flash").stdout
     assert "反向重算 QKᵀ" in text and "反向重算" in text
+
+
+# --- issue 19, section 3: what practitioners really pass --------------------------------
+
+HF = Path(__file__).parent / "hf_configs"
+GEMMA3_IT = HF / "multimodal" / "gemma-3-4b-it.json"
+LLAMA4_SCOUT = HF / "multimodal" / "llama-4-scout-17b-16e-instruct.json"
+
+
+def cli(*args):
+    """``python -m tmath`` in this process: (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from tmath.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_model_folder_reads_its_config_json(tmp_path):
+    folder = tmp_path / "TinyLlama-2L"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY_LLAMA))
+    code, out, err = cli("ledger", f"{folder}/", "--seq-len", "32", "--json")
+    assert code == 0, err
+    led = json.loads(out)
+    assert led["params"]["total"] == TINY_PARAMS and led["model"]["name"] == "TinyLlama-2L"
+    r = run("ledger", str(folder))  # the issue's command line, end to end
+    assert r.returncode == 0 and f"{TINY_PARAMS:,}" in r.stdout, r.stderr
+
+
+def test_a_folder_without_config_json_is_one_clear_error(tmp_path):
+    (tmp_path / "model.safetensors").write_text("")
+    code, out, err = cli("ledger", str(tmp_path))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert str(tmp_path) in err and "没有 config.json" in err and "模型文件夹" in err
+    code, out, _ = cli("ledger", str(tmp_path), "--json")
+    assert code == 2 and json.loads(out)["field"] == "CONFIG"
+
+
+def test_gemma3_wrapper_counts_the_language_model_and_says_so():
+    code, out, err = cli("ledger", str(GEMMA3_IT), "--json")
+    assert code == 0, err
+    led = json.loads(out)
+    # google/gemma-3-4b-it's language model: 3,880,263,168 parameters in transformers'
+    # Gemma3ForConditionalGeneration without its vision tower and projector
+    # (tests/test_multimodal.py), the same as its text_config read on its own.
+    import tmath
+
+    text = tmath.ModelConfig.from_hf(HF / "gemma-3-4b-text.json")
+    assert led["params"]["total"] == tmath.count_params(text).total == 3_880_263_168
+    assert led["model"]["wrapper"] == "gemma3" and led["model"]["model_type"] == "gemma3_text"
+    assert "视觉塔" in led["model"]["not_counted_zh"]
+    code, out, _ = cli("ledger", str(GEMMA3_IT))
+    assert code == 0 and "只计语言模型" in out and "视觉塔" in out and "3,880,263,168" in out
+    plain = cli("ledger", str(HF / "gemma-3-4b-text.json"))[1]
+    assert "只计语言模型" not in plain  # a text-only config says nothing of a vision tower
+
+
+def test_llama4_wrapper_is_refused_naming_the_nested_type():
+    code, out, err = cli("ledger", str(LLAMA4_SCOUT))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "llama4_text" in err and "llama4" in err and has_chinese(err)
+    code, out, _ = cli("ledger", str(LLAMA4_SCOUT), "--json")
+    assert code == 2 and json.loads(out) == {
+        "error": json.loads(out)["error"], "field": "text_config.model_type"}
+
+
+@pytest.mark.parametrize("mutation,field,shown", [
+    ({"num_hidden_layers": 10**12}, "num_hidden_layers", "1 到 10,000"),
+    ({"hidden_size": 10**30}, "hidden_size", "1 到 1,000,000"),
+])
+def test_absurd_numbers_are_refused_before_any_work(tmp_path, mutation, field, shown):
+    # Under a 3 GB address-space cap: the old code built a 10^12-entry list (MemoryError
+    # after 8 GB) or priced a 10^30-wide model; now the field is refused on reading.
+    import resource
+
+    base = json.loads((HF / "llama3-8b.json").read_text())
+    p = tmath_config(tmp_path, {**base, **mutation})
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+    r = subprocess.run([sys.executable, "-m", "tmath", "ledger", str(p), "--json"],
+                       capture_output=True, text=True, timeout=120, preexec_fn=cap)
+    assert r.returncode == 2 and r.stderr == "", r.stderr[-500:]
+    err = json.loads(r.stdout)
+    assert err["field"] == field and shown in err["error"] and has_chinese(err["error"])
+
+
+def tmath_config(tmp_path, d):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(d))
+    return p
+
+
+def test_deeply_nested_json_is_one_clean_error(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "llama", "rope_scaling": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    code, out, err = cli("ledger", str(p))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "嵌套太深" in err
+    code, out, _ = cli("ledger", str(p), "--json")
+    assert json.loads(out)["field"] == "CONFIG"
+
+
+ERROR_CASES = [  # argv, field: every kind of error the command line can meet
+    (["ledger", "--preset", "gpt2", "--tp", "0"], "--tp"),
+    (["ledger", "--preset", "llama3-70b", "--tp", "3"], "--tp"),
+    (["ledger", "--preset", "gpt2", "--seq-len", "8192"], "--seq-len"),
+    (["ledger", "--preset", "gpt2", "--batch", "two"], "--batch"),
+    (["ledger", "--preset", "gpt2", "--dtype", "fp7"], "--dtype"),
+    (["ledger", "--preset", "gpt2", "--gpu", "B900"], "--gpu"),
+    (["ledger", "--preset", "gpt2", "--recipe", "sgd9"], "--recipe"),
+    (["ledger", "--preset", "gpt2", "--hbm-gb", "-1"], "--hbm-gb"),
+    (["ledger", "--preset", "gpt2", "--hbm-gb", "inf"], "--hbm-gb"),
+    (["ledger", "--preset", "gpt2", "--workspace-gb", "nan"], "--workspace-gb"),
+    (["ledger", "--preset", "gpt2", "--attention", "sdpa"], "--attention"),
+    (["ledger", "--preset", "gpt-5"], "--preset"),
+    (["ledger", "--preset", "gpt2", "--frobnicate"], "--frobnicate"),
+    (["ledger"], "CONFIG"),
+    (["ledger", "/no/such/config.json"], "CONFIG"),
+    (["frobnicate"], "command"),
+]
+
+
+@pytest.mark.parametrize("argv,field", ERROR_CASES, ids=lambda a: " ".join(a) if isinstance(a, list) else a)
+def test_json_errors_are_one_object_and_every_error_is_chinese(argv, field):
+    code, out, err = cli(*argv, "--json")
+    assert code == 2 and err == ""
+    obj = json.loads(out)  # exactly one JSON document on stdout
+    assert set(obj) == {"error", "field"} and obj["field"] == field
+    assert has_chinese(obj["error"]) and "\n" not in obj["error"]
+    code, out, err = cli(*argv)
+    assert code == 2 and out == "" and err.startswith("tmath: 错误：") and has_chinese(err)
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_json_error_end_to_end():
+    r = run("ledger", "--preset", "gpt2", "--tp", "0", "--json")
+    assert r.returncode == 2 and r.stderr == ""
+    assert json.loads(r.stdout) == {"error": "--tp 必须在 1 到 100,000 之间，收到 0", "field": "--tp"}
+
+
+def test_every_preset_works_with_the_default_flags():
+    import tmath
+
+    for name in tmath.presets():
+        code, out, err = cli("ledger", "--preset", name, "--json")
+        assert code == 0, (name, err)
+        s = json.loads(out)["settings"]
+        t = min(2048, tmath.preset(name).max_position)
+        assert s["seq_len"] == t and s["seq_len_source"] == "default", name
+        assert f"T={t:,}" in s["seq_len_note_zh"] and "2,048" in s["seq_len_note_zh"]
+    r = run("ledger", "--preset", "gpt2")  # the issue's command line: 2,048 > 1,024 positions
+    assert r.returncode == 0, r.stderr
+    assert "T=1024" in r.stdout and "默认 T：取 2,048 与模型位置数 1,024 中较小者" in r.stdout
+    given = json.loads(cli("ledger", "--preset", "gpt2", "--seq-len", "512", "--json")[1])
+    assert given["settings"]["seq_len"] == 512 and given["settings"]["seq_len_source"] == "given"
+    assert "默认 T" not in cli("ledger", "--preset", "gpt2", "--seq-len", "512")[1]
+
+
+def test_readme_lists_exactly_the_supported_model_types():
+    import re
+
+    import tmath
+    from conftest import ROOT
+    from tmath.config import CHECKED_WRAPPERS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    para = next(p for p in readme.split("\n\n") if "python -m tmath ledger" in p)
+    listed = set(re.findall(r"`([a-z0-9_]+)`", para)) - {"text_config"}
+    assert listed == set(tmath.SUPPORTED_MODEL_TYPES) | set(CHECKED_WRAPPERS), (
+        listed ^ (set(tmath.SUPPORTED_MODEL_TYPES) | set(CHECKED_WRAPPERS)))
+    assert "text_config" in para
+
+
+def test_help_is_chinese(capsys):
+    from tmath.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["ledger", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("用法：tmath ledger")
+    assert "显示这段帮助并退出" in out and "含 config.json 的模型文件夹" in out
+    assert "show this help" not in out and "options:" not in out

@@ -60,9 +60,9 @@ def test_from_hf_reads_path_and_directory(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(LLAMA))
     assert ModelConfig.from_hf(tmp_path) == ModelConfig.from_hf(tmp_path / "config.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
+    with pytest.raises(ValueError, match="不是合法的 JSON"):
         ModelConfig.from_hf(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="not found"):
+    with pytest.raises(ValueError, match="找不到"):
         ModelConfig.from_hf(tmp_path / "missing.json")
 
 
@@ -101,7 +101,7 @@ def test_contradictions_are_named():
         base.replace(mlp="relu")
     with pytest.raises(ValueError, match="q_lora_rank"):
         base.replace(q_lora_rank=8)
-    with pytest.raises(ValueError, match="unknown ModelConfig field"):
+    with pytest.raises(ValueError, match="没有字段 d_model"):
         base.replace(d_model=3)
     g = tmath.preset("gpt2")
     with pytest.raises(ValueError, match="head_dim"):
@@ -296,11 +296,11 @@ def test_new_field_validation_names_the_field():
     with pytest.raises(ValueError, match="layer_types"):
         m.replace(layer_types=("full_attention", "sliding_attention"))  # mistral: all alike
     g = ModelConfig.from_hf(_hf("gemma-2-9b"))
-    with pytest.raises(ValueError, match="layer_types has 2 entries"):
+    with pytest.raises(ValueError, match="layer_types 有 2 项"):
         g.replace(layer_types=("full_attention",) * 2)
-    with pytest.raises(ValueError, match="layer_types has"):
+    with pytest.raises(ValueError, match="layer_types 含有"):
         g.replace(layer_types=("local",) * 42)
-    with pytest.raises(ValueError, match="sliding_window is None"):
+    with pytest.raises(ValueError, match="sliding_window 为 None"):
         g.replace(sliding_window=None)
     with pytest.raises(ValueError, match="norms_per_layer"):
         g.replace(norms_per_layer=2)

@@ -27,7 +27,7 @@ def test_hardware_entries_cite_registered_sources():
 def test_hardware_lookup():
     assert hardware("h100").name == "H100"
     assert hardware("A100-SXM").name == "A100"
-    with pytest.raises(ValueError, match="unknown hardware"):
+    with pytest.raises(ValueError, match="未知硬件"):
         hardware("B900")
     with pytest.raises(TypeError):
         hardware(100)

@@ -274,7 +274,7 @@ def test_segment_checkpointing_peak():
     # a transformer layer keeps ~17x its input: sqrt(L)-sized segments cost more than one layer
     assert ten.peak > segment_checkpoint_bytes(cfg, s, 1, 2, tp=8).peak
     assert PCIE_GEN5_X16_BYTES_PER_S == 64e9
-    with pytest.raises(ValueError, match="segment=81 exceeds num_layers=80"):
+    with pytest.raises(ValueError, match="segment=81 超过 num_layers=80"):
         segment_checkpoint_bytes(cfg, s, 1, 81, tp=8)
     with pytest.raises(ValueError, match="segment"):
         segment_checkpoint_bytes(cfg, s, 1, 0, tp=8)

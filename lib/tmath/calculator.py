@@ -17,18 +17,28 @@ DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 
 
 def _cfg(model: Any):
-    from tmath import ModelConfig, preset
+    from tmath import ModelConfig, preset, presets
+    from tmath.errors import InputError, InputTypeError, show
 
     if isinstance(model, ModelConfig):
         return model
     if isinstance(model, str):
+        if model not in presets():
+            raise InputError(f"未知的预设模型 {show(model)}：请用 {'、'.join(presets())} 之一",
+                             "model")
         return preset(model)
-    raise TypeError(f"model must be a preset name or a tmath.ModelConfig, got {type(model).__name__}")
+    raise InputTypeError(
+        f"model 必须是预设名（tmath.presets()）或 tmath.ModelConfig，收到 {type(model).__name__}",
+        "model")
 
 
-def ledger(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16", tp: int = 1,
-           gpu: str = "H100", hbm_bytes: float | None = None) -> dict[str, Any]:
-    """The ledger of ``model`` (a preset name or a ModelConfig) as a dict; see ``python -m tmath ledger``."""
+def ledger(model: Any, *, seq_len: int | None = None, batch: int = 1, dtype: str = "bf16",
+           tp: int = 1, gpu: str = "H100", hbm_bytes: float | None = None) -> dict[str, Any]:
+    """The ledger of ``model`` (a preset name or a ModelConfig) as a dict; see ``python -m tmath ledger``.
+
+    ``seq_len`` None: the smaller of 2,048 and the model's context
+    (:func:`tmath.ledger.default_seq_len`), so every preset works with the defaults.
+    """
     from tmath.ledger import build_ledger
 
     return build_ledger(_cfg(model), seq_len=seq_len, batch=batch, dtype=dtype, tp=tp, gpu=gpu,
@@ -114,20 +124,41 @@ def summary_markdown(models, **settings: Any) -> str:
 INFEASIBLE_LABEL = "超出显存（无法部署）"
 
 
-def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str = "bf16", tp: int = 8,
-                  gpu: str = "H100", hbm_bytes: float | None = None):
+def default_tp(model: Any) -> int:
+    """The largest of 1, 2, 4, 8 GPUs that can split ``model``'s attention heads.
+
+    The default TP of the widget and of :func:`ledger_figure`: every preset has one
+    (GPT-2's 12 heads: 4; GPT-2 XL's 25: 1), where a fixed 8 would refuse some of them.
+    """
+    from tmath.serving import tp_layout
+
+    cfg = _cfg(model)
+    for tp in (8, 4, 2):
+        try:
+            tp_layout(cfg, tp)
+        except ValueError:
+            continue
+        return tp
+    return 1
+
+
+def ledger_figure(model: Any, *, seq_len: int | None = None, batch: int = 1, dtype: str = "bf16",
+                  tp: int | None = None, gpu: str = "H100", hbm_bytes: float | None = None):
     """Three panels for one model: training FLOPs per token against T (exact and 6P), the KV cache of
     one sequence against T (with the memory left for it), and the decode-step bound against batch size.
 
     Nothing beyond the model's context (``max_position``) is drawn, and ``seq_len`` is capped
-    there.  A deployment that does not fit (weights/tp + KV cache + workspace > memory per GPU,
-    as in :func:`tmath.ledger.build_ledger`) is drawn hollow and grey, labelled 超出显存.
+    there (None: :func:`tmath.ledger.default_seq_len`; ``tp`` None: :func:`default_tp`).
+    A deployment that does not fit
+    (weights/tp + KV cache + workspace > memory per GPU, as in
+    :func:`tmath.ledger.build_ledger`) is drawn hollow and grey, labelled 超出显存.
     """
     import matplotlib.pyplot as plt
 
     import tmath.plots  # noqa: F401  (the Chinese font, 150 dpi)
     from tmath import count_params
     from tmath.hardware import hardware
+    from tmath.ledger import default_seq_len
     from tmath.serving import (
         WORKSPACE_BYTES_PER_GPU,
         decode_bound,
@@ -138,9 +169,10 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
     from tmath.sweep import flops_vs_seq_len
 
     cfg, hw = _cfg(model), hardware(gpu)
+    tp = default_tp(cfg) if tp is None else tp
     tp_layout(cfg, tp)
     cap = hw.hbm_bytes if hbm_bytes is None else float(hbm_bytes)
-    seq_len = min(seq_len, cfg.max_position)
+    seq_len = default_seq_len(cfg) if seq_len is None else min(seq_len, cfg.max_position)
     ts = np.unique(np.logspace(7, 20, 60, base=2).astype(np.int64))
     ts = ts[ts <= cfg.max_position]
     flops = flops_vs_seq_len(cfg, ts, batch=1) / ts
@@ -194,36 +226,44 @@ def ledger_figure(model: Any, *, seq_len: int = 4096, batch: int = 1, dtype: str
 
 
 def _read_config(path: str = "", upload: Any = None):
-    """A ModelConfig from an uploaded file (ipywidgets FileUpload value) or a path to a config.json."""
-    import json
-
+    """A ModelConfig from an uploaded file (ipywidgets FileUpload value) or a path to a config.json
+    or a model folder."""
     from tmath import ModelConfig
+    from tmath.config import parse_config_json
 
     if upload:
         item = upload[0] if isinstance(upload, (list, tuple)) else next(iter(upload.values()))
-        content = item["content"]
-        data = json.loads(bytes(content).decode("utf-8"))
-        return ModelConfig.from_hf(data, name=str(item.get("name", "uploaded")).removesuffix(".json"))
-    with open(path, encoding="utf-8") as fh:
-        return ModelConfig.from_hf(json.load(fh))
+        name = str(item.get("name", "uploaded"))
+        data = parse_config_json(bytes(item["content"]), name)
+        return ModelConfig.from_hf(data, name=name.removesuffix(".json"))
+    return ModelConfig.from_hf(path)
 
 
 def widget():
     """Interactive controls (Jupyter only): pick a preset or give your own config.json, see the
     ledger and its figures."""
+    from IPython.display import display
+
+    display(_widget_box()["box"])
+
+
+def _widget_box() -> dict[str, Any]:
+    """The widget's controls, output area and layout, drawn once with the defaults."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
-    from IPython.display import display
 
     from tmath import presets
     from tmath.hardware import hardware_names
 
     controls = dict(
         model=w.Dropdown(options=presets(), value="llama3-70b", description="预设模型"),
-        seq_len=w.Dropdown(options=[2**k for k in range(9, 18)], value=4096, description="T"),
+        seq_len=w.Dropdown(options=[("默认：min(2048, 位置数)", None)]
+                           + [(str(2**k), 2**k) for k in range(9, 18)],
+                           value=None, description="T"),
         batch=w.Dropdown(options=[2**k for k in range(0, 9)], value=1, description="批大小"),
         dtype=w.Dropdown(options=list(DTYPES), value="bf16", description="数据类型"),
-        tp=w.Dropdown(options=[1, 2, 4, 8, 16], value=8, description="TP"),
+        tp=w.Dropdown(options=[("默认：1/2/4/8 中最大可行者", None), 1, 2, 4, 8, 16], value=None,
+                      description="TP"),
         gpu=w.Dropdown(options=hardware_names(), value="H100", description="GPU"),
     )
     path = w.Text(value="", placeholder="例如 path/to/config.json", description="配置路径")
@@ -238,6 +278,10 @@ def widget():
             try:
                 if upload.value or path.value.strip():
                     model = _read_config(path.value.strip(), upload.value)
+                if settings["tp"] is None:
+                    settings["tp"] = default_tp(model)
+                    print(f"默认 TP：取 1、2、4、8 中能均分注意力头的最大者，TP={settings['tp']}"
+                          "（在 TP 菜单里选别的）")
                 print(ledger_text(model, **settings))
                 ledger_figure(model, **settings)
                 plt.show()
@@ -247,5 +291,6 @@ def widget():
     for c in (*controls.values(), path, upload):
         c.observe(redraw, names="value")
     redraw()
-    display(w.VBox([w.HBox(list(controls.values())[:3]), w.HBox(list(controls.values())[3:]),
-                    w.HBox([path, upload]), out]))
+    box = w.VBox([w.HBox(list(controls.values())[:3]), w.HBox(list(controls.values())[3:]),
+                  w.HBox([path, upload]), out])
+    return dict(controls, path=path, upload=upload, out=out, box=box)

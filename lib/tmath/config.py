@@ -21,16 +21,33 @@ few that change no count but are recorded so that a config is described
 faithfully (softcapping, scaled embeddings, the gate activation, fused
 projections). Each family's ``config.json`` reader is one small entry of
 :data:`_READERS`, and each family's constraints one entry of :data:`FAMILIES`.
+
+Multimodal wrappers (``gemma3``, ``llama4``, ``llava``, ...: a ``config.json`` with a
+``text_config``) are read through their language model: when the nested
+``text_config.model_type`` is a supported family, that model is counted and
+``ModelConfig.wrapper`` records the wrapper (its vision tower and projector are not
+counted); otherwise the config is refused naming the nested type.
+
+Bad input raises :class:`tmath.errors.InputError` (a ``ValueError``) or
+:class:`tmath.errors.InputTypeError` (also a ``TypeError``), with a Chinese message
+that names the field and the fix. Every numeric field has a plausible range, all in
+one table, :data:`LIMITS`: far wider than any published model, so that no real
+config is refused, and narrow enough that a slip (a run of extra zeros, a sign, a
+float) is caught by name, and that every count stays a quick sum over at most
+10,000 layers (no input makes the library allocate or loop without bound).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from tmath.errors import InputError, InputTypeError, show
 
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = (
     "gpt2",
@@ -53,6 +70,41 @@ NORM_KINDS = ("layernorm", "rmsnorm")
 QK_NORM_KINDS = ("none", "per_head", "full_width")
 GATE_ACTS = ("silu", "gelu_pytorch_tanh", "swiglu_clamp")
 LAYER_TYPES = ("full_attention", "sliding_attention")
+
+#: Plausible range (inclusive) of every numeric field: ModelConfig's, and the two numeric
+#: config.json keys only the readers see (``max_window_layers``, ``sliding_window_pattern``).
+#: For scale, the largest published values: D 18,432 and F 73,728 (PaLM 540B), L 126
+#: (Llama 3.1 405B), N 128 (DeepSeek V3), H 256 (Gemma), V 262,208 (Gemma 3), context
+#: 10,485,760 positions (Llama 4 Scout), 384 routed experts (Kimi K2).
+LIMITS: dict[str, tuple[int, int]] = {
+    "hidden_size": (1, 10**6),
+    "intermediate_size": (1, 10**7),
+    "num_layers": (1, 10_000),
+    "num_heads": (1, 10_000),
+    "num_kv_heads": (1, 10_000),
+    "head_dim": (1, 100_000),
+    "vocab_size": (1, 10**8),
+    "max_position": (1, 10**9),
+    "sliding_window": (1, 10**9),
+    "n_routed_experts": (0, 100_000),
+    "n_shared_experts": (0, 1_000),
+    "experts_per_token": (0, 100_000),
+    "first_k_dense": (0, 10_000),
+    "moe_intermediate_size": (0, 10**7),
+    "q_lora_rank": (1, 10**6),
+    "kv_lora_rank": (0, 10**6),
+    "qk_rope_head_dim": (0, 100_000),
+    "qk_nope_head_dim": (0, 100_000),
+    "v_head_dim": (0, 100_000),
+    "num_nextn_predict_layers": (0, 100),
+    "max_window_layers": (0, 10_000),
+    "sliding_window_pattern": (1, 10_000),
+}
+#: Plausible range of the float fields: low exclusive, high inclusive (Gemma 2: 50 and 30).
+FLOAT_LIMITS: dict[str, tuple[float, float]] = {
+    "attn_logit_softcap": (0.0, 1e6),
+    "final_logit_softcap": (0.0, 1e6),
+}
 
 _INT_FIELDS = (
     "hidden_size",
@@ -95,6 +147,43 @@ _BOOL_FIELDS = (
 def _is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
+
+def _n(v: Any) -> str:
+    """A value for a message: an integer with thousands separators, anything else short."""
+    return f"{v:,}" if _is_int(v) and abs(v) < 10**15 else show(v)
+
+
+def _range(key: str) -> str:
+    lo, hi = LIMITS[key]
+    return f"{lo:,} 到 {hi:,}"
+
+
+def check_int(name: str, v: Any, limit: str | None = None, field: str | None = None) -> int:
+    """``v`` if it is an integer within ``LIMITS[limit or name]``; else a clear error.
+
+    The message names ``name`` and the plausible range; the error's ``field`` is
+    ``field`` (default ``name``).
+    """
+    key = limit or name
+    lo, hi = LIMITS[key]
+    if not _is_int(v):
+        raise InputTypeError(f"{name} 必须是整数，收到 {show(v)}（合理范围 {_range(key)}）",
+                             field or name)
+    if not lo <= v <= hi:
+        raise InputError(f"{name}={_n(v)} 不在合理范围 {_range(key)} 之内：请检查这个字段",
+                         field or name)
+    return v
+
+
+def check_float(name: str, v: Any, limit: str | None = None, field: str | None = None) -> float:
+    """``v`` if it is a finite number within ``FLOAT_LIMITS[limit or name]``; else a clear error."""
+    lo, hi = FLOAT_LIMITS[limit or name]
+    ok = isinstance(v, int | float) and not isinstance(v, bool)
+    if not ok or not ((isinstance(v, int) or math.isfinite(v)) and lo < v <= hi):
+        err = InputError if ok else InputTypeError
+        raise err(f"{name} 必须是大于 {lo:g}、不超过 {hi:g} 的数（或 null 表示不用），收到 "
+                  f"{show(v)}", field or name)
+    return float(v)
 
 @dataclass(frozen=True)
 class Family:
@@ -184,6 +273,10 @@ class ModelConfig:
     multi-token-prediction (MTP) modules, which transformers does not build:
     they are counted by :func:`tmath.mtp_params`, never in ``count_params``.
     ``source`` is a key of :mod:`tmath.sources` (``""`` for ad-hoc configs).
+    ``wrapper`` is the ``model_type`` of the multimodal wrapper this language model
+    was read from (``"gemma3"``: the ``text_config`` of a Gemma 3 ``config.json``),
+    ``""`` for a text-only config; only the language model is counted, never the
+    vision tower or the multimodal projector.
 
     Fields that change a count:
 
@@ -261,68 +354,63 @@ class ModelConfig:
     final_logit_softcap: float | None = None
     fused_qkv: bool = False
     fused_gate_up: bool = False
+    # the multimodal wrapper this language model was read from ("" = text-only)
+    wrapper: str = ""
 
     # ------------------------------------------------------------------ checks
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
-            raise TypeError(f"name must be a str, got {type(self.name).__name__}")
+            raise InputTypeError(f"name 必须是字符串，收到 {type(self.name).__name__}", "name")
         if not isinstance(self.source, str):
-            raise TypeError(f"source must be a str (a tmath.sources key), got {self.source!r}")
-        if self.model_type not in SUPPORTED_MODEL_TYPES:
-            raise ValueError(
-                f"model_type={self.model_type!r} is not supported; use one of "
-                f"{', '.join(SUPPORTED_MODEL_TYPES)}"
-            )
+            raise InputTypeError(
+                f"source 必须是字符串（tmath.sources 的键），收到 {show(self.source)}", "source")
+        if not isinstance(self.wrapper, str):
+            raise InputTypeError(
+                f"wrapper 必须是字符串（多模态封装的 model_type，或空串），收到 {show(self.wrapper)}",
+                "wrapper")
+        if not isinstance(self.model_type, str) or self.model_type not in SUPPORTED_MODEL_TYPES:
+            raise InputError(
+                f"model_type={show(self.model_type)} 不受支持：请用 "
+                f"{'、'.join(SUPPORTED_MODEL_TYPES)} 之一", "model_type")
         if self.mlp not in MLP_KINDS:
-            raise ValueError(f"mlp={self.mlp!r}: use 'gelu' (2-matrix) or 'gated' (SiLU, 3-matrix)")
+            raise InputError(
+                f"mlp={show(self.mlp)}：请用 'gelu'（两个矩阵）或 'gated'（门控，三个矩阵）", "mlp")
         if self.norm not in NORM_KINDS:
-            raise ValueError(f"norm={self.norm!r}: use 'layernorm' (with bias) or 'rmsnorm'")
+            raise InputError(
+                f"norm={show(self.norm)}：请用 'layernorm'（带偏置）或 'rmsnorm'", "norm")
         if self.qk_norm not in QK_NORM_KINDS:
-            raise ValueError(f"qk_norm={self.qk_norm!r}: use one of {', '.join(QK_NORM_KINDS)}")
+            raise InputError(
+                f"qk_norm={show(self.qk_norm)}：请用 {'、'.join(QK_NORM_KINDS)} 之一", "qk_norm")
         if self.gate_act not in GATE_ACTS:
-            raise ValueError(f"gate_act={self.gate_act!r}: use one of {', '.join(GATE_ACTS)}")
+            raise InputError(
+                f"gate_act={show(self.gate_act)}：请用 {'、'.join(GATE_ACTS)} 之一", "gate_act")
         for f in _BOOL_FIELDS:
             v = getattr(self, f)
             if not isinstance(v, bool):
-                raise TypeError(f"{f} must be a bool (True/False), got {v!r}")
+                raise InputTypeError(f"{f} 必须是布尔值（True/False），收到 {show(v)}", f)
         if self.head_dim is None:
             if _is_int(self.hidden_size) and _is_int(self.num_heads) and self.num_heads > 0:
+                if 0 < self.hidden_size < self.num_heads <= LIMITS["num_heads"][1]:
+                    raise InputError(
+                        f"num_heads={self.num_heads:,} 大于 hidden_size={self.hidden_size:,}："
+                        "推出的 head_dim = hidden_size // num_heads 为 0；请给出 head_dim，或检查这两个字段",
+                        "num_heads")
                 object.__setattr__(self, "head_dim", self.hidden_size // self.num_heads)
-        for f in _INT_FIELDS:
-            v = getattr(self, f)
-            if not _is_int(v):
-                raise TypeError(f"{f} must be an int, got {v!r}")
-            if v <= 0:
-                raise ValueError(f"{f} must be a positive integer, got {v}")
-        for f in _NONNEG_INT_FIELDS:
-            v = getattr(self, f)
-            if not _is_int(v):
-                raise TypeError(f"{f} must be an int, got {v!r}")
-            if v < 0:
-                raise ValueError(f"{f} must be >= 0, got {v}")
+        for f in _INT_FIELDS + _NONNEG_INT_FIELDS:
+            check_int(f, getattr(self, f))
         if not _is_int(self.norms_per_layer) or self.norms_per_layer not in (2, 4):
-            raise ValueError(
-                f"norms_per_layer={self.norms_per_layer!r}: use 2 (pre- or post-norms) or 4 "
-                "(Gemma's pre and post norms around attention and MLP)"
-            )
+            raise InputError(
+                f"norms_per_layer={show(self.norms_per_layer)}：请用 2（前置或后置归一化）或 4"
+                "（Gemma：注意力和 MLP 前后各一个）", "norms_per_layer")
         for f in ("attn_logit_softcap", "final_logit_softcap"):
-            v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
-                                  or not v > 0):
-                raise ValueError(f"{f} must be None or a positive number, got {v!r}")
+            if getattr(self, f) is not None:
+                check_float(f, getattr(self, f))
         if self.q_lora_rank is not None:
-            if not _is_int(self.q_lora_rank):
-                raise TypeError(f"q_lora_rank must be an int or None, got {self.q_lora_rank!r}")
-            if self.q_lora_rank <= 0:
-                raise ValueError(
-                    f"q_lora_rank must be positive, or None for a full-rank query "
-                    f"projection; got {self.q_lora_rank}"
-                )
+            check_int("q_lora_rank", self.q_lora_rank)
         if self.num_kv_heads > self.num_heads or self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_heads={self.num_heads} must be a multiple of num_kv_heads="
-                f"{self.num_kv_heads}; choose num_kv_heads dividing num_heads"
-            )
+            raise InputError(
+                f"num_heads={self.num_heads:,} 必须是 num_kv_heads={self.num_kv_heads:,} 的整数倍："
+                "请让 num_kv_heads 整除 num_heads", "num_kv_heads")
         self._check_windows()
         self._check_family()
         self._check_moe()
@@ -331,164 +419,164 @@ class ModelConfig:
     def _check_windows(self) -> None:
         W, lt = self.sliding_window, self.layer_types
         if W is not None:
-            if not _is_int(W):
-                raise TypeError(f"sliding_window must be an int or None, got {W!r}")
-            if W <= 0:
-                raise ValueError(f"sliding_window must be positive (or None), got {W}")
+            check_int("sliding_window", W)
         if lt is None:
             return
         if isinstance(lt, str) or not isinstance(lt, tuple | list):
-            raise TypeError(f"layer_types must be a tuple of str or None, got {lt!r}")
-        lt = tuple(lt)
-        object.__setattr__(self, "layer_types", lt)
-        bad = sorted({t for t in lt if t not in LAYER_TYPES}, key=str)
-        if bad:
-            raise ValueError(
-                f"layer_types has {bad!r}: each entry must be one of {', '.join(LAYER_TYPES)}"
-            )
+            raise InputTypeError(
+                f"layer_types 必须是字符串元组（每层一个）或 None，收到 {show(lt)}", "layer_types")
         if len(lt) != self.num_layers:
-            raise ValueError(
-                f"layer_types has {len(lt)} entries but num_layers={self.num_layers}; give one "
-                "per layer (or None)"
-            )
+            raise InputError(
+                f"layer_types 有 {len(lt):,} 项，但 num_layers={self.num_layers:,}：请每层给一项"
+                "（或设为 None）", "layer_types")
+        lt = tuple(lt)
+        bad = [t for t in lt if t not in LAYER_TYPES]
+        if bad:
+            raise InputError(
+                f"layer_types 含有 {show(bad[0])}：每一项必须是 {'、'.join(LAYER_TYPES)} 之一",
+                "layer_types")
+        object.__setattr__(self, "layer_types", lt)
         if "sliding_attention" in lt and W is None:
-            raise ValueError(
-                "layer_types has sliding_attention layers but sliding_window is None: set "
-                "sliding_window"
-            )
+            raise InputError(
+                "layer_types 有 sliding_attention 层，但 sliding_window 为 None：请设置 "
+                "sliding_window", "sliding_window")
 
     def _check_family(self) -> None:
         mt = self.model_type
         fam = FAMILIES[mt]
         for f, v in fam.fixed.items():
             if getattr(self, f) != v:
-                raise ValueError(
-                    f"{f}={getattr(self, f)!r} is not what model_type={mt!r} uses; set {f}={v!r}"
-                )
+                raise InputError(
+                    f"{f}={show(getattr(self, f))} 不是 model_type={mt!r} 的取值：请设 {f}={v!r}", f)
         for f, off in _OPTIONAL_DEFAULTS.items():
             if f not in fam.fixed and f not in fam.allowed and getattr(self, f) != off:
-                raise ValueError(
-                    f"model_type={mt!r} has no {f} (got {getattr(self, f)!r}): set {f}={off!r}"
-                )
+                raise InputError(
+                    f"model_type={mt!r} 没有 {f}（收到 {show(getattr(self, f))}）：请设 {f}={off!r}", f)
         if mt == "gpt2":
             if self.num_kv_heads != self.num_heads:
-                raise ValueError(
-                    "num_kv_heads must equal num_heads for model_type='gpt2' (GPT-2 has MHA only)"
-                )
+                raise InputError(
+                    "model_type='gpt2' 只有多头注意力（MHA）：num_kv_heads 必须等于 num_heads",
+                    "num_kv_heads")
             if self.head_dim * self.num_heads != self.hidden_size:
-                raise ValueError(
-                    f"head_dim={self.head_dim} * num_heads={self.num_heads} must equal "
-                    f"hidden_size={self.hidden_size} for model_type='gpt2'; fix head_dim or num_heads"
-                )
+                raise InputError(
+                    f"model_type='gpt2' 要求 head_dim={self.head_dim:,} × num_heads={self.num_heads:,}"
+                    f" 等于 hidden_size={self.hidden_size:,}：请修改 head_dim 或 num_heads",
+                    "head_dim")
         self._check_biases(mt, fam.biases)
         if fam.windows == "none" and (self.sliding_window is not None or self.layer_types):
-            raise ValueError(
-                f"model_type={mt!r} has no sliding-window attention: set sliding_window=None "
-                "and layer_types=None"
-            )
+            raise InputError(
+                f"model_type={mt!r} 没有滑动窗口注意力：请设 sliding_window=None、layer_types=None",
+                "sliding_window")
         if fam.windows == "all" and self.layer_types is not None:
-            raise ValueError(
-                f"model_type={mt!r} windows every layer alike (transformers has no per-layer "
-                "pattern for it): set layer_types=None"
-            )
+            raise InputError(
+                f"model_type={mt!r} 的每一层窗口都相同（transformers 没有它的逐层模式）："
+                "请设 layer_types=None", "layer_types")
         if fam.mla == "required" and self.kv_lora_rank == 0:
-            raise ValueError(f"model_type={mt!r} uses MLA: set kv_lora_rank > 0")
+            raise InputError(f"model_type={mt!r} 使用 MLA：请设 kv_lora_rank > 0", "kv_lora_rank")
         if fam.mla == "never" and (self.kv_lora_rank or self.q_lora_rank is not None):
-            raise ValueError(
-                f"MLA (kv_lora_rank/q_lora_rank) is only supported for deepseek_v2 and "
-                f"deepseek_v3, not {mt!r}; set kv_lora_rank=0 and q_lora_rank=None"
-            )
+            raise InputError(
+                f"MLA（kv_lora_rank/q_lora_rank）只有 deepseek_v2 和 deepseek_v3 才有，{mt!r} 没有："
+                "请设 kv_lora_rank=0、q_lora_rank=None",
+                "kv_lora_rank" if self.kv_lora_rank else "q_lora_rank")
         moe_types = [t for t, f in FAMILIES.items() if f.moe != "never"]
         if fam.moe == "required" and self.n_routed_experts == 0:
-            raise ValueError(f"model_type={mt!r} is a MoE: set n_routed_experts > 0")
+            raise InputError(f"model_type={mt!r} 是 MoE：请设 n_routed_experts > 0",
+                             "n_routed_experts")
         if fam.moe == "never" and self.n_routed_experts:
-            raise ValueError(
-                f"model_type={mt!r} has no experts: set n_routed_experts=0 (MoE needs one of "
-                f"{', '.join(moe_types)})"
-            )
+            raise InputError(
+                f"model_type={mt!r} 没有专家：请设 n_routed_experts=0（MoE 要用 "
+                f"{'、'.join(moe_types)} 之一）", "n_routed_experts")
         if self.n_shared_experts and mt not in _SHARED_EXPERTS:
-            raise ValueError(f"model_type={mt!r} has no shared experts: set n_shared_experts=0")
+            raise InputError(f"model_type={mt!r} 没有共享专家（shared experts）：请设 n_shared_experts=0",
+                             "n_shared_experts")
         if self.first_k_dense and mt not in _DENSE_FIRST:
-            raise ValueError(f"model_type={mt!r} has no dense first layers: set first_k_dense=0")
+            raise InputError(f"model_type={mt!r} 没有前置稠密层：请设 first_k_dense=0",
+                             "first_k_dense")
         if mt == "deepseek_v2" and self.n_shared_experts == 0:
-            raise ValueError(
-                "deepseek_v2 always builds its shared-expert MLP: set n_shared_experts > 0"
-            )
+            raise InputError(
+                "deepseek_v2 总会构建共享专家 MLP（shared experts）：请设 n_shared_experts > 0",
+                "n_shared_experts")
         if mt == "mixtral" and self.router_bias:
-            raise ValueError("mixtral has no router bias: set router_bias=False")
+            raise InputError("mixtral 的路由器没有偏置：请设 router_bias=False", "router_bias")
 
     def _check_biases(self, mt: str, rule: str) -> None:
         b = (self.qkv_bias, self.out_bias, self.mlp_bias)
         if rule == "all" and b != (True, True, True):
-            raise ValueError(f"{mt} has biases everywhere: set qkv_bias, out_bias, mlp_bias True")
+            raise InputError(
+                f"{mt} 处处有偏置：请把 qkv_bias、out_bias、mlp_bias 都设为 True",
+                ("qkv_bias", "out_bias", "mlp_bias")[b.index(False)])
         if rule == "none" and any(b):
-            raise ValueError(
-                f"model_type={mt!r} has no such biases: set qkv_bias, out_bias and mlp_bias False"
-            )
+            raise InputError(
+                f"model_type={mt!r} 没有这些偏置：请把 qkv_bias、out_bias、mlp_bias 都设为 False",
+                ("qkv_bias", "out_bias", "mlp_bias")[b.index(True)])
         if rule == "qkv" and b != (True, False, False):
-            raise ValueError(
-                f"{mt} has q/k/v biases only: set qkv_bias=True, out_bias=False, mlp_bias=False"
-            )
+            raise InputError(
+                f"{mt} 只有 q/k/v 偏置：请设 qkv_bias=True、out_bias=False、mlp_bias=False",
+                "qkv_bias" if not b[0] else ("out_bias" if b[1] else "mlp_bias"))
         if rule in ("attn", "attn+mlp") and self.qkv_bias != self.out_bias:
-            raise ValueError(
-                f"model_type={mt!r} has one attention_bias for q/k/v and o: set "
-                "qkv_bias=out_bias"
-            )
+            raise InputError(
+                f"model_type={mt!r} 的 q/k/v 与 o 共用一个 attention_bias：请设 qkv_bias=out_bias",
+                "out_bias")
         if rule == "attn" and self.mlp_bias:
-            raise ValueError(
-                f"model_type={mt!r} has no MLP bias: set mlp_bias=False (attention_bias sets "
-                "qkv_bias=out_bias)"
-            )
+            raise InputError(
+                f"model_type={mt!r} 的 MLP 没有偏置：请设 mlp_bias=False（attention_bias 决定 "
+                "qkv_bias=out_bias）", "mlp_bias")
 
     def _check_moe(self) -> None:
-        moe_fields = (
-            self.n_shared_experts,
-            self.experts_per_token,
-            self.first_k_dense,
-            self.moe_intermediate_size,
-        )
+        moe_fields = {
+            "n_shared_experts": self.n_shared_experts,
+            "experts_per_token": self.experts_per_token,
+            "first_k_dense": self.first_k_dense,
+            "moe_intermediate_size": self.moe_intermediate_size,
+            "router_bias": self.router_bias,
+            "expert_bias": self.expert_bias,
+            "router_linear_bias": self.router_linear_bias,
+        }
         if self.n_routed_experts == 0:
-            if any(moe_fields) or self.router_bias or self.expert_bias or self.router_linear_bias:
-                raise ValueError(
-                    "n_routed_experts=0 (dense model) but MoE fields are set: set "
-                    "n_shared_experts, experts_per_token, first_k_dense, "
-                    "moe_intermediate_size to 0 and router_bias, expert_bias, "
-                    "router_linear_bias False, or set n_routed_experts"
-                )
+            set_ = [k for k, v in moe_fields.items() if v]
+            if set_:
+                raise InputError(
+                    f"n_routed_experts=0（稠密模型），但设置了 MoE 字段 {set_[0]}：请把 "
+                    "n_shared_experts、experts_per_token、first_k_dense、moe_intermediate_size 设为 0，"
+                    "router_bias、expert_bias、router_linear_bias 设为 False；或者设置 n_routed_experts",
+                    set_[0])
             return
         if not 1 <= self.experts_per_token <= self.n_routed_experts:
-            raise ValueError(
-                f"experts_per_token={self.experts_per_token} must be between 1 and "
-                f"n_routed_experts={self.n_routed_experts}"
-            )
+            raise InputError(
+                f"experts_per_token={self.experts_per_token:,} 必须在 1 到 "
+                f"n_routed_experts={self.n_routed_experts:,} 之间", "experts_per_token")
         if self.moe_intermediate_size <= 0:
-            raise ValueError("moe_intermediate_size must be positive for a MoE model")
+            raise InputError("MoE 模型的 moe_intermediate_size 必须是正整数",
+                             "moe_intermediate_size")
         if self.first_k_dense >= self.num_layers:
-            raise ValueError(
-                f"first_k_dense={self.first_k_dense} must be < num_layers={self.num_layers} "
-                "(otherwise the model is dense: set n_routed_experts=0)"
-            )
+            raise InputError(
+                f"first_k_dense={self.first_k_dense:,} 必须小于 num_layers={self.num_layers:,}"
+                "（否则模型是稠密的：请设 n_routed_experts=0）", "first_k_dense")
         if self.mlp != "gated":
-            raise ValueError("MoE experts are gated SiLU MLPs: set mlp='gated'")
+            raise InputError("MoE 的专家是门控 SiLU MLP：请设 mlp='gated'", "mlp")
 
     def _check_mla(self) -> None:
-        mla = (self.qk_rope_head_dim, self.qk_nope_head_dim, self.v_head_dim)
+        mla = {"qk_rope_head_dim": self.qk_rope_head_dim, "qk_nope_head_dim": self.qk_nope_head_dim,
+               "v_head_dim": self.v_head_dim}
         if self.kv_lora_rank == 0:
-            if any(mla) or self.q_lora_rank is not None:
-                raise ValueError(
-                    "kv_lora_rank=0 (no MLA) but MLA fields are set: set q_lora_rank=None and "
-                    "qk_rope_head_dim, qk_nope_head_dim, v_head_dim to 0, or set kv_lora_rank"
-                )
+            set_ = [k for k, v in mla.items() if v]
+            if set_ or self.q_lora_rank is not None:
+                raise InputError(
+                    "kv_lora_rank=0（没有 MLA），但设置了 MLA 字段：请设 q_lora_rank=None，"
+                    "qk_rope_head_dim、qk_nope_head_dim、v_head_dim 为 0；或者设置 kv_lora_rank",
+                    set_[0] if set_ else "q_lora_rank")
             return
-        for f in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-            if getattr(self, f) <= 0:
-                raise ValueError(f"{f} must be positive for MLA (kv_lora_rank > 0)")
+        for f, v in mla.items():
+            if v <= 0:
+                raise InputError(f"MLA（kv_lora_rank > 0）要求 {f} 为正整数，收到 {v}", f)
         if self.num_kv_heads != self.num_heads:
-            raise ValueError(
-                "MLA expands the latent to every query head: set num_kv_heads = num_heads"
-            )
+            raise InputError("MLA 把潜向量展开到每一个查询头：请设 num_kv_heads = num_heads",
+                             "num_kv_heads")
         if self.qk_rope_head_dim % 2:
-            raise ValueError(f"qk_rope_head_dim={self.qk_rope_head_dim} must be even (rotary pairs)")
+            raise InputError(
+                f"qk_rope_head_dim={self.qk_rope_head_dim:,} 必须是偶数（旋转位置编码成对旋转）",
+                "qk_rope_head_dim")
+
 
     # -------------------------------------------------------------- properties
     @property
@@ -555,6 +643,7 @@ class ModelConfig:
     def num_sliding_layers(self) -> int:
         return sum(w is not None for w in self.layer_windows)
 
+
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with ``changes`` applied and validated again.
 
@@ -563,7 +652,10 @@ class ModelConfig:
         """
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
         if unknown:
-            raise ValueError(f"unknown ModelConfig field(s): {', '.join(sorted(unknown))}")
+            first = sorted(unknown)[0]
+            raise InputError(
+                f"ModelConfig 没有字段 {', '.join(sorted(unknown))}："
+                "请用 dataclasses.fields(ModelConfig) 里的名字", first)
         if "head_dim" not in changes and ({"hidden_size", "num_heads"} & set(changes)):
             if self.head_dim == self.hidden_size // self.num_heads:
                 changes["head_dim"] = None
@@ -573,7 +665,7 @@ class ModelConfig:
     @classmethod
     def from_hf(cls, path_or_dict: str | os.PathLike | Mapping[str, Any], name: str | None = None,
                 source: str = "") -> ModelConfig:
-        """Read a Hugging Face ``config.json`` (a path, a directory holding one, or a dict).
+        """Read a Hugging Face ``config.json`` (a path, a model folder holding one, or a dict).
 
         Supported ``model_type``: see :data:`SUPPORTED_MODEL_TYPES`; each has a small
         reader in :data:`_READERS`. Defaults follow transformers' own config classes
@@ -581,50 +673,175 @@ class ModelConfig:
         others; gpt2's ``n_inner`` None means 4·D; Qwen3's ``head_dim`` defaults to
         128, Gemma's to 256; Mistral's ``sliding_window`` to 4096). Keys that would
         change the architecture in a way the ledger does not model are refused.
+        A multimodal wrapper (a ``text_config``) gives its language model, see the
+        module docstring.
         """
         if isinstance(path_or_dict, Mapping):
             d = dict(path_or_dict)
-            default_name = str(d.get("_name_or_path") or d.get("model_type") or "hf-config")
+            default_name = _name_in(d) or (d["model_type"] if isinstance(d.get("model_type"), str)
+                                           and len(d["model_type"]) <= 100 else "hf-config")
         else:
-            p = os.fspath(path_or_dict)
-            if os.path.isdir(p):
-                p = os.path.join(p, "config.json")
-            try:
-                with open(p, encoding="utf-8") as fh:
-                    d = json.load(fh)
-            except FileNotFoundError:
-                raise ValueError(f"config file {p!r} not found: pass a config.json path") from None
-            except json.JSONDecodeError as e:
-                raise ValueError(f"config file {p!r} is not valid JSON: {e}") from None
-            if not isinstance(d, dict):
-                raise ValueError(f"config file {p!r} must hold a JSON object")
-            default_name = str(d.get("_name_or_path") or os.path.basename(os.path.dirname(
-                os.path.abspath(p))) or "hf-config")
+            d, default_name = load_config_json(path_or_dict)
+        if name is not None and not isinstance(name, str):
+            raise InputTypeError(f"name 必须是字符串，收到 {show(name)}", "name")
         return _from_hf_dict(d, name or default_name, source)
 
 
+# ---------------------------------------------------------------- reading the file
+#: A config.json is a few KB; anything above this is not one (and would be slow to parse).
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
+def _name_in(d: Mapping[str, Any]) -> str | None:
+    """``_name_or_path`` when it is a usable name (a non-empty string of at most 200 characters)."""
+    v = d.get("_name_or_path")
+    return v if isinstance(v, str) and 0 < len(v) <= 200 else None
+
+
+def config_json_path(path: str | os.PathLike) -> str:
+    """The config.json a path names: the file itself, or ``config.json`` in a model folder."""
+    if not isinstance(path, str | os.PathLike):
+        raise InputTypeError(f"config 路径必须是字符串或路径，收到 {show(path)}", "config")
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        f = os.path.join(p, "config.json")
+        if not os.path.isfile(f):
+            raise InputError(
+                f"文件夹 {p} 里没有 config.json：请给出模型文件夹（含 config.json）或 config.json "
+                "文件本身的路径", "config")
+        return f
+    return p
+
+
+def parse_config_json(text: str | bytes, where: str = "config.json") -> dict[str, Any]:
+    """Parse the text of a config.json into a dict; every failure is one clear Chinese error.
+
+    Guards against what a hostile or broken file holds: invalid JSON, non-UTF-8 bytes,
+    nesting too deep for the parser (``RecursionError``), integers of thousands of
+    digits, a top level that is not an object.
+    """
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise InputError(f"{where} 不是 UTF-8 文本：config.json 应是 UTF-8 编码的 JSON",
+                             "config") from None
+    if len(text) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"{where} 有 {len(text) / 2**20:,.0f} MiB，不像 config.json（通常只有几 KB）："
+            "请检查路径", "config")
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where} 不是合法的 JSON：第 {e.lineno} 行第 {e.colno} "
+                         "列有语法错误", "config") from None
+    except RecursionError:
+        raise InputError(f"{where} 的 JSON 嵌套太深，无法解析：config.json 只有几层嵌套，请检查文件",
+                         "config") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        raise InputError(f"{where} 含有位数过多的整数（超过 4,300 位）：请检查文件",
+                         "config") from None
+    if not isinstance(d, dict):
+        raise InputError(f"{where} 的顶层必须是 JSON 对象（{{...}}），收到 {type(d).__name__}",
+                         "config")
+    return d
+
+
+def load_config_json(path: str | os.PathLike) -> tuple[dict[str, Any], str]:
+    """Read a config.json (or a model folder's): ``(dict, default name)``.
+
+    The default name is the file's ``_name_or_path``, else the folder's name.
+    """
+    p = config_json_path(path)
+    try:
+        size = os.path.getsize(p)
+        if size > MAX_CONFIG_BYTES:
+            raise InputError(
+                f"{p} 有 {size / 2**20:,.0f} MiB，不像 config.json（通常只有几 KB）：请检查路径",
+                "config")
+        with open(p, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise InputError(f"找不到 {p}：请给出 config.json 的路径或模型文件夹",
+                         "config") from None
+    except PermissionError:
+        raise InputError(f"没有读取 {p} 的权限：请检查文件权限", "config") from None
+    except OSError as e:
+        raise InputError(f"无法读取 {p}（{type(e).__name__}）：请给出 config.json 的路径或模型文件夹",
+                         "config") from None
+    d = parse_config_json(raw, p)
+    base = os.path.basename(p)
+    stem = (os.path.basename(os.path.dirname(os.path.abspath(p))) if base == "config.json"
+            else os.path.splitext(base)[0])
+    return d, _name_in(d) or stem or "hf-config"
+
+
 # ---------------------------------------------------------------- the readers
-def _req(d: Mapping[str, Any], key: str, mt: str) -> Any:
-    if key not in d or d[key] is None:
-        raise ValueError(f"config.json (model_type={mt!r}) is missing required field {key!r}")
-    return d[key]
+_ABSENT = object()
 
 
-def _get(d: Mapping[str, Any], key: str, default: Any) -> Any:
-    """``d[key]``, or ``default`` when it is absent or null."""
+def _missing(key: str, mt: str, limit: str | None = None) -> InputError:
+    hint = f"（合理范围 {_range(limit or key)}）" if (limit or key) in LIMITS else ""
+    return InputError(f"config.json（model_type={mt!r}）缺少必填字段 {key}：请补上{hint}", key)
+
+
+def _int(d: Mapping[str, Any], key: str, mt: str, limit: str | None = None,
+         default: Any = _ABSENT) -> Any:
+    """``d[key]``, an integer in its plausible range (``LIMITS[limit or key]``).
+
+    Absent or null: ``default``; without one the key is required.
+    """
     v = d.get(key)
-    return default if v is None else v
+    if v is None:
+        if default is _ABSENT:
+            raise _missing(key, mt, limit)
+        return default
+    return check_int(key, v, limit or key)
+
+
+def _opt_int(d: Mapping[str, Any], key: str, mt: str, limit: str | None, absent: Any) -> Any:
+    """Like :func:`_int`, but null means None (no value) and only an absent key means ``absent``."""
+    if key not in d:
+        return absent
+    return None if d[key] is None else check_int(key, d[key], limit or key)
+
+
+def _opt_float(d: Mapping[str, Any], key: str, limit: str, absent: float | None) -> float | None:
+    """A float field: an absent key means ``absent``, null means None (switched off)."""
+    if key not in d:
+        return absent
+    return None if d[key] is None else check_float(key, d[key], limit)
+
+
+def _flag(d: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean key; absent or null means ``default``. ``"false"`` or ``1`` is refused."""
+    v = d.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise InputTypeError(f"{key} 必须是 true 或 false，收到 {show(v)}", key)
+    return v
+
+
+def _list(d: Mapping[str, Any], key: str, what: str) -> list[Any] | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, list | tuple):
+        raise InputTypeError(f"{key} 必须是列表（{what}），收到 {show(v)}", key)
+    return list(v)
 
 
 def _refuse(d: Mapping[str, Any], mt: str, key: str, ok: Callable[[Any], bool], why: str) -> None:
     if key in d and not ok(d[key]):
-        raise ValueError(f"config.json (model_type={mt!r}) has {key}={d[key]!r}: {why}")
+        raise InputError(f"config.json（model_type={mt!r}）有 {key}={show(d[key])}：{why}", key)
 
 
 def _silu(d: Mapping[str, Any], mt: str) -> None:
-    if d.get("hidden_act", "silu") != "silu":
-        raise ValueError(f"hidden_act={d.get('hidden_act')!r}: only 'silu' gated MLPs are supported "
-                         f"for model_type={mt!r}")
+    if "hidden_act" in d and d["hidden_act"] != "silu":
+        raise InputError(
+            f"hidden_act={show(d['hidden_act'])}：model_type={mt!r} 只支持 'silu' 门控 MLP；"
+            "请设 hidden_act='silu'", "hidden_act")
 
 
 def _no_qk_norm_keys(d: Mapping[str, Any], mt: str) -> None:
@@ -634,95 +851,104 @@ def _no_qk_norm_keys(d: Mapping[str, Any], mt: str) -> None:
                 "final_logit_softcapping", "q_lora_rank", "kv_lora_rank", "num_local_experts",
                 "num_experts", "n_routed_experts"):
         if key in d and d[key] not in (None, False, 0):
-            raise ValueError(
-                f"config.json has {key}={d[key]!r}, which model_type={mt!r} does not build; "
-                "set model_type to the family the checkpoint was trained as"
-            )
+            raise InputError(
+                f"config.json 有 {key}={show(d[key])}，而 model_type={mt!r} 不会构建它："
+                "请把 model_type 设为检查点训练时的模型族", key)
 
 
 def _rope_base(d: Mapping[str, Any], mt: str, *, max_pos: int, head_dim: int | None = None,
                tie: bool = False) -> dict[str, Any]:
     """Fields every RoPE family reads the same way."""
-    D = _req(d, "hidden_size", mt)
-    N = _req(d, "num_attention_heads", mt)
+    D = _int(d, "hidden_size", mt)
+    F = _int(d, "intermediate_size", mt)
+    L = _int(d, "num_hidden_layers", mt, "num_layers")
+    N = _int(d, "num_attention_heads", mt, "num_heads")
     return dict(
-        model_type=mt, hidden_size=D, intermediate_size=_req(d, "intermediate_size", mt),
-        num_layers=_req(d, "num_hidden_layers", mt), num_heads=N,
-        num_kv_heads=_get(d, "num_key_value_heads", N), vocab_size=_req(d, "vocab_size", mt),
-        max_position=_get(d, "max_position_embeddings", max_pos), mlp="gated", norm="rmsnorm",
-        learned_positions=False, tie_embeddings=bool(_get(d, "tie_word_embeddings", tie)),
-        head_dim=_get(d, "head_dim", head_dim),
+        model_type=mt, hidden_size=D, intermediate_size=F, num_layers=L, num_heads=N,
+        num_kv_heads=_int(d, "num_key_value_heads", mt, "num_kv_heads", default=N),
+        vocab_size=_int(d, "vocab_size", mt),
+        max_position=_int(d, "max_position_embeddings", mt, "max_position", default=max_pos),
+        mlp="gated", norm="rmsnorm", learned_positions=False,
+        tie_embeddings=_flag(d, "tie_word_embeddings", tie),
+        head_dim=_int(d, "head_dim", mt, default=head_dim),
     )
 
 
 def _attn_bias(d: Mapping[str, Any], default: bool = False) -> dict[str, bool]:
-    ab = bool(_get(d, "attention_bias", default))
+    ab = _flag(d, "attention_bias", default)
     return dict(qkv_bias=ab, out_bias=ab, mlp_bias=False)
 
 
 def _window_all(d: Mapping[str, Any], mt: str, default: int | None) -> dict[str, Any]:
     """One window for every layer (Mistral, Mixtral, Phi-3, Qwen3-MoE): no layer_types."""
     if d.get("layer_types") is not None:
-        raise ValueError(
-            f"config.json (model_type={mt!r}) has layer_types, but transformers windows every "
-            f"layer of {mt} alike (its cache would follow layer_types, its attention would "
-            "not): remove layer_types"
-        )
-    return dict(sliding_window=d.get("sliding_window", default))
+        raise InputError(
+            f"config.json（model_type={mt!r}）有 layer_types，但 transformers 对 {mt} 的每一层"
+            "都用同样的窗口（它的缓存会按 layer_types，注意力却不会）：请删去 layer_types",
+            "layer_types")
+    return dict(sliding_window=_opt_int(d, "sliding_window", mt, None, default))
+
+
+def _layer_types(d: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    lt = _list(d, "layer_types", "每层一个 full_attention 或 sliding_attention")
+    return None if lt is None else tuple(lt)
 
 
 def _window_qwen(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     """Qwen2/Qwen3: a window only with use_sliding_window, on layers >= max_window_layers."""
-    if not d.get("use_sliding_window", False) or d.get("sliding_window") is None:
+    if not _flag(d, "use_sliding_window", False) or d.get("sliding_window") is None:
         return dict(sliding_window=None, layer_types=None)
-    W = d["sliding_window"]
-    lt = d.get("layer_types")
+    W = _int(d, "sliding_window", mt)
+    lt = _layer_types(d)
     if lt is None:
-        L = _req(d, "num_hidden_layers", mt)
-        mwl = _get(d, "max_window_layers", 28)
-        lt = ["sliding_attention" if i >= mwl else "full_attention" for i in range(L)]
-    return dict(sliding_window=W, layer_types=tuple(lt))
+        L = _int(d, "num_hidden_layers", mt, "num_layers")
+        mwl = _int(d, "max_window_layers", mt, default=28)
+        lt = tuple("sliding_attention" if i >= mwl else "full_attention" for i in range(L))
+    return dict(sliding_window=W, layer_types=lt)
 
 
 def _window_pattern(d: Mapping[str, Any], mt: str, default_w: int, pattern: int) -> dict[str, Any]:
     """Gemma 2/3, gpt-oss: layer_types, or every ``pattern``-th layer global."""
-    W = d.get("sliding_window", default_w)
-    lt = d.get("layer_types")
+    W = _opt_int(d, "sliding_window", mt, None, default_w)
+    lt = _layer_types(d)
     if lt is None:
-        L = _req(d, "num_hidden_layers", mt)
-        lt = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(L)]
+        L = _int(d, "num_hidden_layers", mt, "num_layers")
+        lt = tuple("sliding_attention" if (i + 1) % pattern else "full_attention"
+                   for i in range(L))
     if W is None and "sliding_attention" in lt:
-        raise ValueError(f"config.json (model_type={mt!r}) has sliding layers but "
-                         "sliding_window null: set sliding_window")
-    return dict(sliding_window=W, layer_types=tuple(lt))
+        raise InputError(f"config.json（model_type={mt!r}）有滑动窗口层，但 sliding_window 为 null："
+                         "请设置 sliding_window", "sliding_window")
+    return dict(sliding_window=W, layer_types=lt)
 
 
 def _moe_common(d: Mapping[str, Any], mt: str, experts_key: str) -> dict[str, Any]:
-    return dict(n_routed_experts=_req(d, experts_key, mt),
-                experts_per_token=_req(d, "num_experts_per_tok", mt))
+    return dict(n_routed_experts=_int(d, experts_key, mt, "n_routed_experts"),
+                experts_per_token=_int(d, "num_experts_per_tok", mt, "experts_per_token"))
 
 
 def _read_gpt2(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
-    if d.get("add_cross_attention"):
-        raise ValueError("add_cross_attention=True (encoder-decoder GPT-2) is not supported")
-    D = _req(d, "n_embd", mt)
-    n_inner = d.get("n_inner")
+    if _flag(d, "add_cross_attention", False):
+        raise InputError("add_cross_attention=true（编码器-解码器 GPT-2）不受支持：请设为 false",
+                         "add_cross_attention")
+    D = _int(d, "n_embd", mt, "hidden_size")
+    L = _int(d, "n_layer", mt, "num_layers")
+    N = _int(d, "n_head", mt, "num_heads")
     return dict(
-        model_type=mt, hidden_size=D, intermediate_size=4 * D if n_inner is None else n_inner,
-        num_layers=_req(d, "n_layer", mt), num_heads=_req(d, "n_head", mt),
-        num_kv_heads=_req(d, "n_head", mt), vocab_size=_req(d, "vocab_size", mt),
-        max_position=_req(d, "n_positions", mt), mlp="gelu", norm="layernorm",
+        model_type=mt, hidden_size=D,
+        intermediate_size=_int(d, "n_inner", mt, "intermediate_size", default=4 * D),
+        num_layers=L, num_heads=N, num_kv_heads=N, vocab_size=_int(d, "vocab_size", mt),
+        max_position=_int(d, "n_positions", mt, "max_position"), mlp="gelu", norm="layernorm",
         qkv_bias=True, out_bias=True, mlp_bias=True,
-        tie_embeddings=bool(d.get("tie_word_embeddings", True)), learned_positions=True,
+        tie_embeddings=_flag(d, "tie_word_embeddings", True), learned_positions=True,
     )
 
 
 def _read_llama(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
     _no_qk_norm_keys(d, mt)
-    ab = bool(d.get("attention_bias", False))
+    ab = _flag(d, "attention_bias", False)
     return dict(**_rope_base(d, mt, max_pos=2048), qkv_bias=ab, out_bias=ab,
-                mlp_bias=bool(d.get("mlp_bias", False)))
+                mlp_bias=_flag(d, "mlp_bias", False))
 
 
 def _read_mistral(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
@@ -756,48 +982,51 @@ def _read_qwen3(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
 def _read_qwen3_moe(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
     _refuse(d, mt, "decoder_sparse_step", lambda v: v in (None, 1),
-            "only every layer sparse (decoder_sparse_step=1) is supported")
-    dense = list(d.get("mlp_only_layers") or [])
+            "只支持每一层都是稀疏层（decoder_sparse_step=1）")
+    dense = _list(d, "mlp_only_layers", "稠密层的下标") or []
     if dense != list(range(len(dense))):
-        raise ValueError(
-            f"config.json (model_type={mt!r}) has mlp_only_layers={dense!r}: only dense first "
-            "layers [0, 1, ..., k-1] are supported"
-        )
-    W = d.get("sliding_window", 4096) if d.get("use_sliding_window", False) else None
+        raise InputError(
+            f"config.json（model_type={mt!r}）有 mlp_only_layers={show(dense)}：只支持前 k 层稠密，"
+            "即 [0, 1, ..., k-1]", "mlp_only_layers")
+    W = _opt_int(d, "sliding_window", mt, None, 4096) if _flag(
+        d, "use_sliding_window", False) else None
     if d.get("layer_types") is not None:
         _window_all(d, mt, None)  # raises
-    num_experts = d.get("num_experts", d.get("num_local_experts"))
-    if num_experts is None:
-        raise ValueError(f"config.json (model_type={mt!r}) is missing required field "
-                         "'num_experts'")
+    key = "num_local_experts" if "num_experts" not in d and "num_local_experts" in d else "num_experts"
     return dict(**_rope_base(d, mt, max_pos=32768), **_attn_bias(d), qk_norm="per_head",
-                n_routed_experts=num_experts, experts_per_token=_req(d, "num_experts_per_tok", mt),
-                moe_intermediate_size=_req(d, "moe_intermediate_size", mt),
+                n_routed_experts=_int(d, key, mt, "n_routed_experts"),
+                experts_per_token=_int(d, "num_experts_per_tok", mt, "experts_per_token"),
+                moe_intermediate_size=_int(d, "moe_intermediate_size", mt),
                 first_k_dense=len(dense), sliding_window=W)
 
 
 def _gemma_common(d: Mapping[str, Any], mt: str, max_pos: int) -> dict[str, Any]:
     act = d.get("hidden_activation") or d.get("hidden_act") or "gelu_pytorch_tanh"
-    if act not in ("gelu_pytorch_tanh",):
-        raise ValueError(f"hidden_activation={act!r}: Gemma's gated MLP is 'gelu_pytorch_tanh'")
+    if act != "gelu_pytorch_tanh":
+        raise InputError(f"hidden_activation={show(act)}：Gemma 的门控 MLP 用 'gelu_pytorch_tanh'，"
+                         "请改回", "hidden_activation")
     _refuse(d, mt, "use_bidirectional_attention", lambda v: not v,
-            "bidirectional (encoder) attention is not supported; set it false")
+            "不支持双向（编码器）注意力：请设为 false")
     return dict(**_rope_base(d, mt, max_pos=max_pos, head_dim=256, tie=True), **_attn_bias(d),
                 norms_per_layer=4, scaled_embeddings=True, gate_act="gelu_pytorch_tanh")
 
 
 def _read_gemma2(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     return dict(**_gemma_common(d, mt, 8192), **_window_pattern(d, mt, 4096, 2),
-                attn_logit_softcap=d.get("attn_logit_softcapping", 50.0),
-                final_logit_softcap=d.get("final_logit_softcapping", 30.0))
+                attn_logit_softcap=_opt_float(d, "attn_logit_softcapping", "attn_logit_softcap",
+                                              50.0),
+                final_logit_softcap=_opt_float(d, "final_logit_softcapping",
+                                               "final_logit_softcap", 30.0))
 
 
 def _read_gemma3_text(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
-    pattern = _get(d, "sliding_window_pattern", 6)
+    pattern = _int(d, "sliding_window_pattern", mt, default=6)
     return dict(**_gemma_common(d, mt, 131072), qk_norm="per_head",
                 **_window_pattern(d, mt, 4096, pattern),
-                attn_logit_softcap=d.get("attn_logit_softcapping"),
-                final_logit_softcap=d.get("final_logit_softcapping"))
+                attn_logit_softcap=_opt_float(d, "attn_logit_softcapping", "attn_logit_softcap",
+                                              None),
+                final_logit_softcap=_opt_float(d, "final_logit_softcapping",
+                                               "final_logit_softcap", None))
 
 
 def _read_phi3(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
@@ -807,8 +1036,8 @@ def _read_phi3(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     if factor is None and isinstance(rope, Mapping):
         factor = rope.get("partial_rotary_factor")
     if factor not in (None, 1, 1.0):
-        raise ValueError(f"config.json (model_type={mt!r}) has partial_rotary_factor={factor!r}: "
-                         "only full rotary embeddings (1.0) are supported")
+        raise InputError(f"config.json（model_type={mt!r}）有 partial_rotary_factor={show(factor)}："
+                         "只支持完整的旋转位置编码（1.0）", "partial_rotary_factor")
     return dict(**_rope_base(d, mt, max_pos=4096), qkv_bias=False, out_bias=False,
                 mlp_bias=False, fused_qkv=True, fused_gate_up=True, **_window_all(d, mt, None))
 
@@ -828,34 +1057,34 @@ def _read_gpt_oss(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
 
 
 def _mla_common(d: Mapping[str, Any], mt: str, max_pos: int, first_k_dense: int) -> dict[str, Any]:
-    nope = _req(d, "qk_nope_head_dim", mt)
-    rope = _req(d, "qk_rope_head_dim", mt)
+    nope = _int(d, "qk_nope_head_dim", mt)
+    rope = _int(d, "qk_rope_head_dim", mt)
     base = _rope_base(d, mt, max_pos=max_pos)
     # head_dim in a DeepSeek config is the rope dim: derive ours.
     base.update(head_dim=nope + rope, num_kv_heads=base["num_heads"])
     return dict(
-        **base, n_routed_experts=_req(d, "n_routed_experts", mt),
-        n_shared_experts=_req(d, "n_shared_experts", mt),
-        experts_per_token=_req(d, "num_experts_per_tok", mt),
-        first_k_dense=_get(d, "first_k_dense_replace", first_k_dense),
-        moe_intermediate_size=_req(d, "moe_intermediate_size", mt),
-        q_lora_rank=d["q_lora_rank"] if "q_lora_rank" in d else 1536,
-        kv_lora_rank=_req(d, "kv_lora_rank", mt), qk_rope_head_dim=rope, qk_nope_head_dim=nope,
-        v_head_dim=_req(d, "v_head_dim", mt),
+        **base, n_routed_experts=_int(d, "n_routed_experts", mt),
+        n_shared_experts=_int(d, "n_shared_experts", mt),
+        experts_per_token=_int(d, "num_experts_per_tok", mt, "experts_per_token"),
+        first_k_dense=_int(d, "first_k_dense_replace", mt, "first_k_dense", default=first_k_dense),
+        moe_intermediate_size=_int(d, "moe_intermediate_size", mt),
+        q_lora_rank=_opt_int(d, "q_lora_rank", mt, None, 1536),
+        kv_lora_rank=_int(d, "kv_lora_rank", mt), qk_rope_head_dim=rope, qk_nope_head_dim=nope,
+        v_head_dim=_int(d, "v_head_dim", mt),
     )
 
 
 def _read_deepseek_v3(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
     return dict(**_mla_common(d, mt, 4096, 3), **_attn_bias(d), router_bias=True,
-                num_nextn_predict_layers=d.get("num_nextn_predict_layers") or 0)
+                num_nextn_predict_layers=_int(d, "num_nextn_predict_layers", mt, default=0))
 
 
 def _read_deepseek_v2(d: Mapping[str, Any], mt: str) -> dict[str, Any]:
     _silu(d, mt)
-    ab = bool(d.get("attention_bias", False))
+    ab = _flag(d, "attention_bias", False)
     return dict(**_mla_common(d, mt, 2048, 0), qkv_bias=ab, out_bias=ab,
-                mlp_bias=bool(d.get("mlp_bias", False)))
+                mlp_bias=_flag(d, "mlp_bias", False))
 
 
 _READERS: dict[str, Callable[[Mapping[str, Any], str], dict[str, Any]]] = {
@@ -899,18 +1128,105 @@ def _check_architectures(d: Mapping[str, Any], mt: str) -> None:
     for a in archs:
         rest = a[len(prefix):] if isinstance(a, str) and a.startswith(prefix) else None
         if rest is None or not rest.startswith(("For", "LMHead", "Model")):
-            raise ValueError(
-                f"config.json has architectures={list(archs)!r}, which is not a {mt!r} model: "
-                f"keep the checkpoint's own model_type (a {prefix}... class)"
-            )
+            raise InputError(
+                f"config.json 的 architectures={show(list(archs))} 不是 {mt!r} 模型：请保留检查点"
+                f"自己的 model_type（{prefix}... 类）", "architectures")
+
+
+# The config.json key each family writes for a ModelConfig field, to name it in an error.
+_HF_KEYS = {
+    "num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads", "max_position": "max_position_embeddings",
+    "experts_per_token": "num_experts_per_tok", "first_k_dense": "first_k_dense_replace",
+}
+_HF_KEYS_BY_TYPE = {
+    "gpt2": {"hidden_size": "n_embd", "num_layers": "n_layer", "num_heads": "n_head",
+             "num_kv_heads": "n_head", "max_position": "n_positions",
+             "intermediate_size": "n_inner"},
+    "mixtral": {"n_routed_experts": "num_local_experts"},
+    "gpt_oss": {"n_routed_experts": "num_local_experts"},
+    "qwen3_moe": {"n_routed_experts": "num_experts", "first_k_dense": "mlp_only_layers"},
+}
+
+
+def _read(d: Mapping[str, Any], mt: str, name: str, source: str, wrapper: str = "") -> ModelConfig:
+    """One family's reader, then ModelConfig's checks; an error names the config.json key."""
+    _check_architectures(d, mt)
+    fields = _READERS[mt](d, mt)
+    try:
+        return ModelConfig(name=name, source=source, wrapper=wrapper, **fields)
+    except InputError as e:
+        key = {**_HF_KEYS, **_HF_KEYS_BY_TYPE.get(mt, {})}.get(e.field, e.field)
+        if key != e.field and key in d:
+            raise type(e)(f"{e}（config.json 里的 {key}）", key) from None
+        raise
+
+
+#: Defaults of transformers' config classes for the fields the readers otherwise
+#: require, used for a multimodal wrapper's ``text_config`` only: transformers saves a
+#: nested config as its difference from these defaults (google/gemma-3-4b-it's
+#: text_config names six keys). ``tests/test_multimodal.py`` checks them against
+#: transformers.
+NESTED_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": dict(vocab_size=262_208, hidden_size=2304, intermediate_size=9216,
+                        num_hidden_layers=26, num_attention_heads=8, num_key_value_heads=4,
+                        head_dim=256, max_position_embeddings=131_072),
+    "llama": dict(vocab_size=32_000, hidden_size=4096, intermediate_size=11_008,
+                  num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=2048),
+    "mistral": dict(vocab_size=32_000, hidden_size=4096, intermediate_size=14_336,
+                    num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                    max_position_embeddings=4096 * 32),
+    "qwen2": dict(vocab_size=151_936, hidden_size=4096, intermediate_size=22_016,
+                  num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                  max_position_embeddings=32_768),
+}
+#: Whether a wrapper ties its LM head to the input embedding when its config.json says
+#: nothing (transformers' wrapper config class default; the wrapper's own
+#: ``tie_word_embeddings`` decides, not the nested one). Checked against transformers for
+#: every wrapper listed.
+WRAPPER_TIE_DEFAULTS: dict[str, bool] = {"gemma3": True}
+#: Wrappers whose real config.json is in ``tests/hf_configs/multimodal`` and whose
+#: language model's count is checked against transformers: wrapper -> nested model_type.
+CHECKED_WRAPPERS: dict[str, str] = {"gemma3": "gemma3_text"}
+
+
+def _read_wrapper(d: Mapping[str, Any], mt: Any, name: str, source: str) -> ModelConfig:
+    """A multimodal wrapper: its language model (``text_config``), or a refusal naming it."""
+    text = d["text_config"]
+    if not isinstance(mt, str) or not mt or len(mt) > 100:
+        raise InputError(f"model_type={show(mt)} 不受支持：请给出字符串 model_type", "model_type")
+    if not isinstance(text, Mapping):
+        raise InputTypeError(f"多模态封装 {mt!r} 的 text_config 必须是 JSON 对象，收到 {show(text)}",
+                             "text_config")
+    tmt = text.get("model_type")
+    if not isinstance(tmt, str) or tmt not in _READERS:
+        raise InputError(
+            f"config.json 是多模态封装 model_type={mt!r}，其语言模型 text_config.model_type="
+            f"{show(tmt)} 不受支持：tmath 能计算的语言模型是 {'、'.join(SUPPORTED_MODEL_TYPES)}",
+            "text_config.model_type")
+    t = {**NESTED_DEFAULTS.get(tmt, {}), **text}
+    if d.get("tie_word_embeddings") is not None:  # the wrapper's own flag decides
+        t["tie_word_embeddings"] = _flag(d, "tie_word_embeddings", False)
+    elif t.get("tie_word_embeddings") is None:
+        if mt not in WRAPPER_TIE_DEFAULTS:
+            raise InputError(
+                f"多模态封装 {mt!r} 的 config.json 没有写 tie_word_embeddings：不知道输出层是否与"
+                "词嵌入共享；请在顶层补上 tie_word_embeddings（true 或 false）",
+                "tie_word_embeddings")
+        t["tie_word_embeddings"] = WRAPPER_TIE_DEFAULTS[mt]
+    try:
+        return _read(t, tmt, name, source, wrapper=mt)
+    except InputError as e:
+        raise type(e)(f"多模态封装 {mt!r} 的 text_config：{e}", f"text_config.{e.field}") from None
 
 
 def _from_hf_dict(d: Mapping[str, Any], name: str, source: str) -> ModelConfig:
     mt = d.get("model_type")
-    if not isinstance(mt, str) or mt not in _READERS:
-        raise ValueError(
-            f"model_type={mt!r} is not supported; supported model types: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}"
-        )
-    _check_architectures(d, mt)
-    return ModelConfig(name=name, source=source, **_READERS[mt](d, mt))
+    if isinstance(mt, str) and mt in _READERS:
+        return _read(d, mt, name, source)
+    if d.get("text_config") is not None:
+        return _read_wrapper(d, mt, name, source)
+    raise InputError(
+        f"model_type={show(mt)} 不受支持：支持的 model_type 有 "
+        f"{'、'.join(SUPPORTED_MODEL_TYPES)}，以及带 text_config 的多模态封装（只计语言模型）",
+        "model_type")

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tmath.errors import InputError, InputTypeError, show
+
 __all__ = ["Hardware", "HARDWARE", "hardware", "hardware_names"]
 
 
@@ -57,7 +59,8 @@ class Hardware:
     def flops_per_watt(self) -> float:
         """Dense 16-bit FLOP/s per watt of TDP (= FLOP per joule)."""
         if not self.tdp_watts:
-            raise ValueError(f"hardware {self.name!r} has no published TDP; pass flops_per_watt")
+            raise InputError(f"硬件 {self.name!r} 没有公布的 TDP：请直接传入 flops_per_watt",
+                             "flops_per_watt")
         return self.dense_flops / self.tdp_watts
 
     @property
@@ -109,11 +112,11 @@ def hardware(name: str | Hardware) -> Hardware:
     if isinstance(name, Hardware):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"hardware name must be a str, got {type(name).__name__}")
+        raise InputTypeError(f"硬件名 hardware 必须是字符串，收到 {type(name).__name__}", "hardware")
     key = name.strip().lower()
     for hname in HARDWARE:
         if hname.lower() == key:
             return HARDWARE[hname]
     if key in _ALIASES:
         return HARDWARE[_ALIASES[key]]
-    raise ValueError(f"unknown hardware {name!r}; choose one of: {', '.join(HARDWARE)}")
+    raise InputError(f"未知硬件 hardware={show(name)}：请用 {'、'.join(HARDWARE)} 之一", "hardware")

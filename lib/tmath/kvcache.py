@@ -30,6 +30,7 @@ from math import ceil
 
 from tmath._checks import int_arg
 from tmath.config import ModelConfig
+from tmath.errors import InputError, InputTypeError, show
 
 DTYPE_BYTES: dict[str, Fraction] = {
     "fp32": Fraction(4),
@@ -46,15 +47,15 @@ def dtype_bytes(dtype: str) -> Fraction:
     try:
         return DTYPE_BYTES[dtype]
     except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}"
+        raise InputError(
+            f"未知的 dtype={show(dtype)}：请用 {'、'.join(DTYPE_BYTES)} 之一", "dtype"
         ) from None
 
 
 def kv_cache_elements_per_token(cfg: ModelConfig) -> int:
     """Cached elements per token over all layers (2·L·K·H, or MLA's latent)."""
     if not isinstance(cfg, ModelConfig):
-        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+        raise InputTypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}", "cfg")
     if cfg.is_mla:
         return cfg.num_layers * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
     return 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim
@@ -73,7 +74,7 @@ def kv_cache_positions(cfg: ModelConfig, seq_len: int) -> int:
     """Cached positions of one sequence summed over the layers: min(T, W) per window layer."""
     T = int_arg("seq_len", seq_len)
     if not isinstance(cfg, ModelConfig):
-        raise TypeError(f"cfg must be a tmath.ModelConfig, got {type(cfg).__name__}")
+        raise InputTypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}", "cfg")
     return sum(T if w is None else min(T, w) for w in cfg.layer_windows)
 
 
@@ -104,8 +105,9 @@ def max_sequences(cfg: ModelConfig, budget_bytes: int, seq_len: int, dtype: str 
     Sliding windows honoured (:func:`kv_cache_bytes_sequence`).
     """
     if not isinstance(budget_bytes, int) or isinstance(budget_bytes, bool):
-        raise TypeError(f"budget_bytes must be an int number of bytes, got {budget_bytes!r}")
+        raise InputTypeError(f"budget_bytes 必须是整数字节数，收到 {show(budget_bytes)}",
+                             "budget_bytes")
     if budget_bytes < 0:
-        raise ValueError(f"budget_bytes must be >= 0, got {budget_bytes}")
+        raise InputError(f"budget_bytes 必须 >= 0，收到 {budget_bytes}", "budget_bytes")
     per_seq = kv_cache_bytes_sequence(cfg, seq_len, dtype=dtype)
     return budget_bytes // per_seq

@@ -10,6 +10,9 @@ A deployment that cannot exist is said so, never silently priced:
 * ``tp`` must divide the query heads (and split or evenly replicate the KV heads):
   :func:`tmath.serving.tp_layout` raises ``ValueError`` naming both numbers.  When there
   are fewer KV heads than GPUs, each KV head is replicated and the ledger says so.
+* ``seq_len`` defaults to the smaller of :data:`DEFAULT_SEQ_LEN` (2,048) and the model's
+  ``max_position``, so every model has a ledger with the default settings; the ledger
+  records which T it used and why (``settings.seq_len_source``, ``seq_len_note_zh``).
 * ``seq_len`` beyond the model's ``max_position`` (``max_position_embeddings``) raises
   ``ValueError`` naming both.  There is deliberately no override flag: a model whose
   context has been extended (RoPE scaling) publishes the extended length in its
@@ -30,9 +33,30 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["build_ledger", "render_text", "feasibility_line_zh"]
+__all__ = ["build_ledger", "render_text", "feasibility_line_zh", "DEFAULT_SEQ_LEN",
+           "SETTING_LIMITS", "default_seq_len"]
 
 _RECOMPUTES = ("none", "selective", "full")
+
+#: T when none is given: 2,048 tokens, or the model's context if that is shorter.
+DEFAULT_SEQ_LEN = 2048
+#: Plausible ranges of the deployment settings (the model's own fields: tmath.config.LIMITS).
+#: ``seq_len`` is further capped by the model's ``max_position``.
+SETTING_LIMITS: dict[str, tuple[float, float]] = {
+    "seq_len": (1, 10**9),
+    "batch": (1, 10**7),
+    "tp": (1, 100_000),
+    "hbm_bytes": (0, 1e15),  # low exclusive: up to a petabyte per GPU
+    "workspace_bytes": (0, 1e15),  # low inclusive
+}
+_FLAGS = {"seq_len": "--seq-len", "batch": "--batch", "tp": "--tp", "hbm_bytes": "--hbm-gb",
+          "workspace_bytes": "--workspace-gb", "dtype": "--dtype", "gpu": "--gpu",
+          "recipe": "--recipe", "attention": "--attention", "hardware": "--gpu"}
+
+
+def default_seq_len(cfg: Any) -> int:
+    """The T used when none is given: ``min(DEFAULT_SEQ_LEN, cfg.max_position)``."""
+    return min(DEFAULT_SEQ_LEN, cfg.max_position)
 
 
 def _fmt_int(n: float) -> str:
@@ -51,11 +75,28 @@ def _gb(n: float) -> str:
 
 
 def _positive(name: str, v: Any, allow_zero: bool = False) -> float:
+    from tmath.errors import InputError, show
+
+    lo, hi = SETTING_LIMITS[name]
     bad = isinstance(v, bool) or not isinstance(v, (int, float)) or v != v
-    if bad or (v < 0 if allow_zero else v <= 0):
-        what = "a non-negative" if allow_zero else "a positive"
-        raise ValueError(f"{name} must be {what} number of bytes, got {v!r}")
+    if bad or not (lo <= v if allow_zero else lo < v) or not v <= hi:
+        what = "非负" if allow_zero else "正"
+        raise InputError(f"{name}（{_FLAGS[name]}）必须是{what}的字节数，不超过 {hi:g}，收到 "
+                         f"{show(v)}", name)
     return float(v)
+
+
+def _setting(name: str, v: Any, hi: int | None = None) -> int:
+    from tmath.errors import InputError, InputTypeError, show
+
+    lo, top = SETTING_LIMITS[name]
+    hi = top if hi is None else hi
+    flag = _FLAGS[name]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputTypeError(f"{flag} 必须是正整数，收到 {show(v)}", name)
+    if not lo <= v <= hi:
+        raise InputError(f"{flag} 必须在 {lo:,} 到 {hi:,} 之间，收到 {show(v)}", name)
+    return v
 
 
 def feasibility_line_zh(feas: dict[str, Any]) -> str:
@@ -72,8 +113,8 @@ def feasibility_line_zh(feas: dict[str, Any]) -> str:
 def build_ledger(
     cfg: Any,
     *,
-    seq_len: int,
-    batch: int,
+    seq_len: int | None = None,
+    batch: int = 1,
     dtype: str = "bf16",
     tp: int = 1,
     gpu: str = "H100",
@@ -92,24 +133,46 @@ def build_ledger(
     :data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).  ``attention`` is the training-FLOP
     convention of :func:`tmath.training_flops`: ``"eager"`` (probabilities saved, what
     FlopCounterMode measures) or ``"flash"`` (the backward recomputes QKᵀ: 14·B·T²·N·H
-    per layer instead of 12).  See the module docstring for what is refused and how
-    feasibility is judged.
+    per layer instead of 12).  ``seq_len`` None: :func:`default_seq_len`.  See the module
+    docstring for what is refused and how feasibility is judged.  Bad settings raise
+    :class:`tmath.errors.InputError` naming the setting (``.field``) and its range.
     """
     import tmath
+    from tmath.errors import InputError, InputTypeError, has_chinese, show
     from tmath.hardware import hardware
     from tmath.memory import activation_bytes, activation_memory, training_bytes_per_param
     from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes, tp_layout
 
-    for name, v in (("seq_len", seq_len), ("batch", batch), ("tp", tp)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {v!r}")
-    if seq_len > cfg.max_position:
-        raise ValueError(
-            f"--seq-len {seq_len:,} exceeds the {cfg.max_position:,} positions of {cfg.name} "
-            f"(max_position_embeddings); use --seq-len <= {cfg.max_position}"
-        )
-    layout = tp_layout(cfg, tp)
-    wbytes = dtype_bytes(dtype)  # validates
+    if not isinstance(cfg, tmath.ModelConfig):
+        raise InputTypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}", "cfg")
+    if seq_len is None:
+        seq_len = default_seq_len(cfg)
+        seq_source = "default"
+        seq_note = (f"默认 T：取 {DEFAULT_SEQ_LEN:,} 与模型位置数 {cfg.max_position:,} 中较小者，"
+                    f"T={seq_len:,}（用 --seq-len 指定别的 T）")
+    else:
+        _setting("seq_len", seq_len)
+        if seq_len > cfg.max_position:
+            raise InputError(
+                f"--seq-len {seq_len:,} 超过了 {cfg.name} 的 {cfg.max_position:,} 个位置"
+                f"（max_position_embeddings）：请用 --seq-len <= {cfg.max_position:,}", "seq_len")
+        seq_source = "given"
+        seq_note = f"T={seq_len:,}（指定）"
+    _setting("batch", batch)
+    _setting("tp", tp)
+    if attention not in ("eager", "flash"):
+        raise InputError(f"--attention {show(attention)}：请用 eager（保存注意力概率）或 flash"
+                         "（反向重算 QKᵀ）", "attention")
+    try:
+        layout = tp_layout(cfg, tp)
+    except (ValueError, TypeError) as e:  # tmath's layout module words it; add the setting
+        msg = str(e) if has_chinese(str(e)) else f"TP={tp} 无法均分 {cfg.name} 的注意力头：{e}"
+        raise InputError(msg, "tp") from None
+    try:
+        wbytes = dtype_bytes(dtype)  # validates
+    except (ValueError, TypeError):
+        raise InputError(f"--dtype {show(dtype)} 未知：请用 fp32、bf16、fp16、fp8、int8、int4 之一",
+                         "dtype") from None
     hw = hardware(gpu)
     cap = hw.hbm_bytes if hbm_bytes is None else _positive("hbm_bytes", hbm_bytes)
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else _positive(
@@ -163,6 +226,8 @@ def build_ledger(
         "model": {
             "name": cfg.name,
             "model_type": cfg.model_type,
+            "wrapper": cfg.wrapper or None,
+            "not_counted_zh": _not_counted_zh(cfg),
             "hidden_size": cfg.hidden_size,
             "intermediate_size": cfg.intermediate_size,
             "num_layers": cfg.num_layers,
@@ -177,6 +242,8 @@ def build_ledger(
         },
         "settings": {
             "seq_len": seq_len,
+            "seq_len_source": seq_source,
+            "seq_len_note_zh": seq_note,
             "batch": batch,
             "dtype": dtype,
             "tp": tp,
@@ -241,6 +308,14 @@ def build_ledger(
     }
 
 
+def _not_counted_zh(cfg: Any) -> str:
+    """What a multimodal wrapper's ledger leaves out ("" for a text-only config)."""
+    if not cfg.wrapper:
+        return ""
+    return (f"只计语言模型（text_config，{cfg.model_type}）：多模态封装 {cfg.wrapper} 的视觉塔、"
+            "多模态投影层等其余部分未计入参数、FLOPs 与显存")
+
+
 # Chinese names of the breakdown keys (tmath.params and tmath.flops), for the printed ledger.
 PART_ZH = {
     "embedding": "词嵌入", "positions": "位置嵌入", "attention": "注意力", "mlp": "MLP",
@@ -285,6 +360,8 @@ def render_text(led: dict[str, Any]) -> str:
     head = [f"部署：{feas['verdict_zh']}"]
     if not feas["feasible"]:
         head.append("下面的解码与训练数字假设这一部署存在，只作对照。")
+    if m.get("not_counted_zh"):
+        head.append(m["not_counted_zh"])
     rows: list[tuple[str, str]] = [
         (f"模型 {m['name']}（{m['model_type']}）", ""),
         ("D / F / L", f"{m['hidden_size']} / {m['intermediate_size']} / {m['num_layers']}"),
@@ -335,6 +412,8 @@ def render_text(led: dict[str, Any]) -> str:
         rows.append(("能耗（按 TDP，PUE 1）", f"{led['step_energy_at_peak_j']:.4g} J"))
     checked = "" if tm["activation_checked"] else f"；{m['model_type']} 按通用块估算，未与实测核对"
     notes = [f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子{checked}）"]
+    if s.get("seq_len_source") == "default":
+        notes.insert(0, s["seq_len_note_zh"])
     if d.get("experts_read_per_moe_layer") is not None:
         notes.append(
             f"MoE：一步 {s['batch']} 个 token，每个 MoE 层按均匀路由期望读到 "

@@ -31,6 +31,7 @@ from fractions import Fraction
 from typing import Any
 
 from tmath._checks import int_arg
+from tmath.errors import InputError, InputTypeError, show
 
 __all__ = [
     "RECIPES",
@@ -107,7 +108,8 @@ def training_bytes_per_param(recipe: str = "mixed-adam") -> RecipeBytes:
     16
     """
     if recipe not in RECIPES:
-        raise ValueError(f"unknown recipe {recipe!r}; choose one of: {', '.join(RECIPES)}")
+        raise InputError(f"未知的训练配方 recipe={show(recipe)}：请用 {'、'.join(RECIPES)} 之一",
+                         "recipe")
     parts = dict(RECIPES[recipe])
     return RecipeBytes(recipe, sum(parts.values()), parts)
 
@@ -120,7 +122,7 @@ def zero_bytes_per_param(recipe: str = "mixed-adam", stage: int = 0, dp: int = 1
     """
     stage = int_arg("stage", stage, 0)
     if stage > 3:
-        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage}")
+        raise InputError(f"ZeRO 的 stage 必须是 0、1、2 或 3，收到 {stage}", "stage")
     dp = int_arg("dp", dp)
     rb = training_bytes_per_param(recipe)
     w, g, o = Fraction(rb.weights), Fraction(rb.grads), Fraction(rb.optimizer)
@@ -184,7 +186,8 @@ def activation_bytes_per_layer(
     a = int_arg("heads", heads)
     t = int_arg("tp", tp)
     if recompute not in _RECOMPUTE:
-        raise ValueError(f"recompute must be one of {_RECOMPUTE}, got {recompute!r}")
+        raise InputError(f"recompute 必须是 {'、'.join(_RECOMPUTE)} 之一，收到 {show(recompute)}",
+                         "recompute")
     sbh = Fraction(s * b * h)
     scores = Fraction(5 * a * s, h)  # 5as/h
     if recompute == "full":
@@ -303,15 +306,16 @@ def activation_bytes(
     if sequence_parallel is None:
         sequence_parallel = t > 1
     if not isinstance(sequence_parallel, bool):
-        raise TypeError(f"sequence_parallel must be a bool or None, got {sequence_parallel!r}")
+        raise InputTypeError(f"sequence_parallel 必须是布尔值或 None，收到 {show(sequence_parallel)}",
+                             "sequence_parallel")
     if isinstance(mask_bytes, bool) or not isinstance(mask_bytes, (int, float)) or mask_bytes <= 0:
-        raise ValueError(f"mask_bytes must be a positive number, got {mask_bytes!r}")
+        raise InputError(f"mask_bytes 必须是正数，收到 {show(mask_bytes)}", "mask_bytes")
     alpha = dtype_bytes(dtype)
     block = "gpt" if cfg.model_type == "gpt2" else "llama"
     if dropout is None:
         dropout = block == "gpt"
     if not isinstance(dropout, bool):
-        raise TypeError(f"dropout must be a bool or None, got {dropout!r}")
+        raise InputTypeError(f"dropout 必须是布尔值或 None，收到 {show(dropout)}", "dropout")
     d = cfg.qk_head_dim if cfg.is_mla else cfg.head_dim
     e = cfg.value_head_dim if cfg.is_mla else cfg.head_dim
     # keyed by tmath.symbolic.ACT_KEYS, the notation registry's letters
@@ -397,7 +401,8 @@ def segment_checkpoint_bytes(
     """
     seg = int_arg("segment", segment)
     if seg > cfg.num_layers:
-        raise ValueError(f"segment={seg} exceeds num_layers={cfg.num_layers}; choose 1..{cfg.num_layers}")
+        raise InputError(f"segment={seg} 超过 num_layers={cfg.num_layers}：请在 1 到 {cfg.num_layers} 之间选",
+                         "segment")
     kw = dict(tp=tp, sequence_parallel=sequence_parallel, attention=attention, dtype=dtype)
     full = activation_bytes(cfg, seq_len, micro_batch, recompute="full", **kw)
     keep = activation_bytes(cfg, seq_len, micro_batch, recompute="none", **kw)
@@ -425,7 +430,7 @@ def activation_bytes_seed_heuristic(
         ("bytes_per_value", bytes_per_value),
     ):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ValueError(f"{name} must be a positive number, got {v!r}")
+            raise InputError(f"{name} 必须是正数，收到 {show(v)}", name)
     return bytes_per_value * tensors_per_layer * tokens * hidden * layers
 
 
@@ -476,7 +481,7 @@ def recompute_flops(
         ("attention_core_forward", attention_core_forward),
     ):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative number, got {v!r}")
+            raise InputError(f"{name} 必须是非负数，收到 {show(v)}", name)
     if strategy == "none":
         extra = 0
     elif strategy == "full":
@@ -484,7 +489,8 @@ def recompute_flops(
     elif strategy == "selective":
         extra = attention_core_forward
     else:
-        raise ValueError(f"strategy must be one of {_RECOMPUTE}, got {strategy!r}")
+        raise InputError(f"strategy 必须是 {'、'.join(_RECOMPUTE)} 之一，收到 {show(strategy)}",
+                         "strategy")
     return RecomputeFlops(strategy, training_flops, extra)
 
 
