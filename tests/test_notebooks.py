@@ -156,3 +156,30 @@ def test_check_ids_are_the_exercise_labels_the_page_shows(path):
                 wrong.append(f"{label}: {key}")
     assert named or "{exercise-start}" not in text, "no self-check id found in this chapter's exercises"
     assert not wrong, f"self-check ids that are not their exercise's label: {wrong}"
+
+
+MAX_VISIBLE_GLUE_LINES = 2
+HIDDEN = {"remove-cell", "remove-input"}
+
+
+def visible_glue_lines(nb) -> list[str]:
+    """Lines of code a reader sees that only record a number for the prose (``glue(``)."""
+    return [line.strip() for cell in nb.cells
+            if cell.cell_type == "code" and not set(cell.metadata.get("tags", [])) & HIDDEN
+            for line in cell.source.splitlines() if re.search(r"\bglue\(", line)]
+
+
+def test_visible_glue_lines_counts_only_shown_code():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1\nglue('x', x)"),
+        nbformat.v4.new_code_cell("glue('y', 2)", metadata={"tags": ["remove-cell"]}),
+        nbformat.v4.new_markdown_cell("glue('z', 3)"),
+    ])
+    assert visible_glue_lines(nb) == ["glue('x', x)"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_pages_show_at_most_two_lines_of_glue(path):
+    """Bookkeeping stays out of sight (issue 20): glue calls live in hidden cells or in tmath."""
+    lines = visible_glue_lines(nbformat.read(path, as_version=4))
+    assert len(lines) <= MAX_VISIBLE_GLUE_LINES, f"{len(lines)} visible glue lines: {lines[:4]}"
