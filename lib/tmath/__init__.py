@@ -123,15 +123,21 @@ __all__ += [
 
 # --- one deployment's ledger; activations per architecture ----------------------
 from tmath import actmeasure, ledger  # noqa: E402
+from tmath.layout import TPLayout, tp_layout  # noqa: E402
 from tmath.ledger import build_ledger  # noqa: E402
 from tmath.memory import ActivationBytes, activation_bytes  # noqa: E402
-from tmath.moe import expected_experts_touched  # noqa: E402
-from tmath.serving import WORKSPACE_BYTES_PER_GPU, TPLayout, tp_layout  # noqa: E402
+from tmath.serving import WORKSPACE_BYTES_PER_GPU, expected_experts_touched  # noqa: E402
 
 __all__ += [
     "actmeasure", "ledger", "build_ledger", "ActivationBytes", "activation_bytes",
     "expected_experts_touched", "WORKSPACE_BYTES_PER_GPU", "TPLayout", "tp_layout",
 ]
+
+# --- many GPUs (Part V): the layout on a mesh, its collectives, the plan ------------------
+from tmath import comm, layout  # noqa: E402
+from tmath.layout import Layout, LayoutError, build_layout  # noqa: E402
+
+__all__ += ["comm", "layout", "Layout", "LayoutError", "build_layout"]
 
 # --- the book's one number formatter (tmath.plots is imported on its own: it sets rcParams)
 from tmath import fmt, notation  # noqa: E402

@@ -8,7 +8,7 @@ prints.  The command line (:mod:`tmath.cli`), the calculator's widget and static
 A deployment that cannot exist is said so, never silently priced:
 
 * ``tp`` must divide the query heads (and split or evenly replicate the KV heads):
-  :func:`tmath.serving.tp_layout` raises ``ValueError`` naming both numbers.  When there
+  :func:`tmath.layout.tp_layout` raises ``ValueError`` naming both numbers.  When there
   are fewer KV heads than GPUs, each KV head is replicated and the ledger says so.
 * ``seq_len`` beyond the model's ``max_position`` (``max_position_embeddings``) raises
   ``ValueError`` naming both.  There is deliberately no override flag: a model whose
@@ -96,8 +96,9 @@ def build_ledger(
     """
     import tmath
     from tmath.hardware import hardware
+    from tmath.layout import tp_layout
     from tmath.memory import activation_bytes, activation_memory, training_bytes_per_param
-    from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes, tp_layout
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes
 
     for name, v in (("seq_len", seq_len), ("batch", batch), ("tp", tp)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -278,7 +278,7 @@ def activation_bytes(
     every other family is the Llama block (RMSNorm, GQA, rotary, no dropout, gated MLP).
     ``micro_batch`` is the number of sequences one GPU processes in one forward pass
     (not the global batch); ``tp`` the tensor-parallel degree (checked by
-    :func:`tmath.serving.tp_layout`); ``sequence_parallel`` defaults to ``tp > 1``.
+    :func:`tmath.layout.tp_layout`); ``sequence_parallel`` defaults to ``tp > 1``.
     ``attention="eager"`` keeps the s x s softmax; ``"flash"`` keeps Q, K, V, the output
     and a float32 logsumexp.  ``dtype`` sets the activation bytes (bf16 2, fp32 4);
     ``mask_bytes`` the dropout-mask bytes (1 on CUDA; the CPU keeps an activation-dtype
@@ -293,7 +293,8 @@ def activation_bytes(
     dim (nope + rope) and value head dim for every head; its latent down-projections are
     not modelled.  Those cases have ``checked=False``.
     """
-    from tmath.serving import dtype_bytes, tp_layout
+    from tmath.kvcache import dtype_bytes
+    from tmath.layout import tp_layout
     from tmath.symbolic import activation_layer_terms
 
     s = int_arg("seq_len", seq_len)
