@@ -91,6 +91,7 @@ def _parser() -> _Parser:
                      help="training-FLOP convention: eager (probabilities saved) or flash (the "
                      "backward recomputes QK^T, 14 instead of 12 B*T^2*N*H per layer)")
     led.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    __import__("tmath.plan").plan.add_plan_parser(sub)  # `tmath plan` (tmath.plan)
     sub.add_parser("presets", help="list preset names")
     sub.add_parser("hardware", help="list the hardware table")
     return ap
@@ -99,6 +100,8 @@ def _parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
+        if args.cmd == "plan":
+            return __import__("tmath.plan").plan.run_plan(args)
         if args.cmd == "presets":
             import tmath
 

@@ -672,14 +672,18 @@ class Layout:
                         blocks += self.moe_layers  # MoE MLP split over tp like a dense one
                     elif self.cfg.n_shared_experts:
                         blocks += self.moe_layers  # the shared experts' own pair
-                    for kind, zh in (("all_gather", "输入的 all-gather"),
-                                     ("reduce_scatter", "输出的 reduce-scatter")):
-                        add("tp", kind, tp, v, m * blocks, phase, f"block {kind} (sequence "
-                            "parallel)", f"每层注意力与 MLP 块{zh}（序列并行）", lk["tp"])
+                    for kind, zh, zh_moe in (
+                        ("all_gather", "每层注意力与 MLP 块输入的 all-gather（序列并行）",
+                         "MoE 层分发来的 k 份 token 在 TP 组内 all-gather（专家按 tp 切开）"),
+                        ("reduce_scatter", "每层注意力与 MLP 块输出的 reduce-scatter（序列并行）",
+                         "专家算完后在 TP 组内 reduce-scatter，再合并回去"),
+                    ):
+                        add("tp", kind, tp, v, m * blocks, phase,
+                            f"block {kind} (sequence parallel)", zh, lk["tp"])
                         if self.ep > 1 and self.moe_layers:
                             add("tp", kind, tp, v * self.cfg.experts_per_token,
-                                m * self.moe_layers, phase, f"routed tokens {kind}",
-                                f"MoE 层收到的 k 份 token 在 TP 组内的{zh}", lk["tp"])
+                                m * self.moe_layers, phase, f"routed tokens {kind}", zh_moe,
+                                lk["tp"])
                 else:
                     add("tp", "all_reduce", tp, v, m * 2 * n_layers, phase,
                         "block output all-reduce", "每层注意力与 MLP 输出的 all-reduce", lk["tp"])
