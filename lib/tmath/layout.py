@@ -34,8 +34,8 @@ Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
   With pp ≤ 2 there is no middle stage and the default is stage 0.  Stage 0 holds the token
   embedding (split over tp by vocabulary), the last stage the final norm and the LM head (a
   copy of a tied embedding when pp > 1).  :meth:`Layout.at_stage` gives any other stage.
-* **Pipeline schedule: 1F1B** with ``M = global_batch/(dp·micro_batch)`` micro-batches per
-  step; bubble ``(pp−1)/(M+pp−1)``; stage s keeps the activations of ``min(pp−s, M)``
+* **Pipeline schedule: 1F1B** with ``n_mb = global_batch/(dp·micro_batch)`` micro-batches per
+  step; bubble ``(pp−1)/(n_mb+pp−1)``; stage s keeps the activations of ``min(pp−s, n_mb)``
   micro-batches.  Pipeline sends are split over the TP group (Megatron's scatter/gather, or
   sequence parallelism): ``b·(T/cp)·D/tp`` elements per micro-batch each way; without
   sequence parallelism the receiver all-gathers them over tp.
@@ -65,10 +65,10 @@ Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
 * **ZeRO** (group ``dp·cp``; experts ``dp·cp/ep``): stage 0 all-reduces the gradients once
   per step; stage 1 reduce-scatters them and all-gathers the updated weights once per step
   (the bytes of one all-reduce); stage 2 keeps only its gradient shard, so it
-  reduce-scatters after every micro-batch's backward (M per step) and all-gathers the
+  reduce-scatters after every micro-batch's backward (n_mb per step) and all-gathers the
   weights once; stage 3 all-gathers the weights before each micro-batch's forward and again
-  before its backward and reduce-scatters the gradients, M times each (1.5× an all-reduce
-  when M = 1).  Shards are padded to whole elements: ``⌈P/n⌉`` parameters per GPU.
+  before its backward and reduce-scatters the gradients, n_mb times each (1.5× an all-reduce
+  when n_mb = 1).  Shards are padded to whole elements: ``⌈P/n⌉`` parameters per GPU.
 * **Recomputation**: ``"full"`` re-runs each layer's forward in the backward pass, so its
   TP, CP and EP collectives run once more (phase ``"recompute"``); ``"selective"``
   recomputes the attention core only, which sends nothing new.
@@ -416,12 +416,12 @@ class Layout:
 
     @property
     def micro_batches(self) -> int:
-        """M = global_batch / (dp · micro_batch): micro-batches per step on each pipeline."""
+        """n_mb = global_batch / (dp · micro_batch): micro-batches per step on each pipeline."""
         return self.global_batch // (self.dp * self.micro_batch)
 
     @property
     def bubble_fraction(self) -> Fraction:
-        """1F1B pipeline bubble (pp−1)/(M+pp−1): the idle share of a step (exact)."""
+        """1F1B pipeline bubble (pp−1)/(n_mb+pp−1): the idle share of a step (exact)."""
         return Fraction(self.pp - 1, self.micro_batches + self.pp - 1)
 
     @property
@@ -535,7 +535,7 @@ class Layout:
 
     @property
     def in_flight(self) -> int:
-        """Micro-batches whose activations the stage holds at once under 1F1B: min(pp−s, M)."""
+        """Micro-batches whose activations the stage holds at once under 1F1B: min(pp−s, n_mb)."""
         return min(self.pp - self.stage, self.micro_batches)
 
     def _per_layer(self, moe_layer: bool) -> _LayerParams:

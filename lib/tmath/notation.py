@@ -56,7 +56,6 @@ _ENERGY = "第四部分：从 FLOPs 到千瓦时"
 _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
-_PARALLEL = "第五部分：多卡的账"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -69,7 +68,6 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _FLASH: ("flash/",),
     _ENERGY: ("energy/",),
     _MEMORY: ("ledger/memory",),
-    _PARALLEL: ("parallel/",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -187,6 +185,12 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              "专家并行（expert parallelism）的卡数；专家并行组从数据并行的副本里划出"),
     Notation("n_CP", r"n_{\text{CP}}", "上下文并行（context parallelism）的卡数：一条序列切成的段数"),
     Notation("W_link", r"W_{\text{link}}", "卡间链路带宽（字节/s），每个方向", assumptions=_POS),
+    Notation("n_mb", r"n_{\text{mb}}", r"一个优化器步里每条流水线的微批次（micro-batch）数，"
+             r"$n_{\text{mb}} = B_{\text{global}}/(n_{\text{DP}} B)$"),
+    Notation("B_global", r"B_{\text{global}}", "全局批大小：一个优化器步处理的序列条数"),
+    Notation("M_arr", r"M_{\text{arr}}", "一次集合通信所作用的整个数组的字节数（all-reduce、all-to-all "
+             "每卡的输入，all-gather 的输出，reduce-scatter 的输入）", assumptions=_POS),
+    Notation("alpha", r"\alpha", "α–β 模型里集合通信每一步的固定延迟（秒）", assumptions=_POS),
     Notation("i", "i", "query 一侧的位置下标", assumptions=_INT),
     Notation("j", "j", "key 一侧的位置下标", assumptions=_INT),
     Notation("c", "c", "头编号，写成上标 $(c)$：$q_i^{(c)}$", assumptions=_INT),
@@ -248,14 +252,6 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
              scope=_MEMORY, assumptions=_POS),
-    Notation("M", "M", r"一个优化器步里每个数据并行副本的微批次数（micro-batches），"
-             r"$M = B_{\text{global}}/(n_{\text{DP}} B)$（GPipe 的记法）", scope=_PARALLEL),
-    Notation("B_global", r"B_{\text{global}}", "全局批大小：一个优化器步处理的序列条数", scope=_PARALLEL),
-    Notation("M_arr", r"M_{\text{arr}}", "一次集合通信所作用的整个数组的字节数（all-reduce、all-to-all "
-             "每卡的输入，all-gather 的输出，reduce-scatter 的输入）", scope=_PARALLEL,
-             assumptions=_POS),
-    Notation("alpha", r"\alpha", "α–β 模型里集合通信每一步的固定延迟（秒）", scope=_PARALLEL,
-             assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (

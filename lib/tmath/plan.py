@@ -16,7 +16,7 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
 4. bf16 activations and gradients; weights, gradients and optimizer states per parameter
    from the training recipe (mixed-precision Adam: 2 + 2 + 12 bytes).
 5. Pipeline sends split over the TP group: ``b·T·D/(cp·tp)`` per micro-batch each way; 1F1B,
-   bubble ``(pp−1)/(M+pp−1)`` with ``M = G/(dp·b)`` micro-batches.
+   bubble ``(pp−1)/(n_mb+pp−1)`` with ``n_mb = G/(dp·b)`` micro-batches.
 6. Uniform routing for MoE, counting the k copies of each token; EP groups are carved out of
    the DP ranks (ep divides dp).
 7. ZeRO-1 and 2 move the bytes of an all-reduce (ZeRO-2 once per micro-batch for the
@@ -49,7 +49,7 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "描述的是流水线中间的一段（pp ≥ 3 时为第 1 段，否则第 0 段）；显存可行性检查每一段。",
     "激活与梯度用 bf16；权重、梯度、优化器状态每参数的字节数取自训练配方（混合精度 Adam：2 + 2 + 12）。",
     "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；1F1B 调度，"
-    "气泡 (pp−1)/(M+pp−1)，M = G/(dp·b)。",
+    "气泡 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
     "MoE 按均匀路由计，每个 token 发往 k 个专家（k 份）；专家并行组从数据并行的副本里划出（ep 整除 dp）。",
     "ZeRO-1、2 发送的字节与一次 all-reduce 相同（ZeRO-2 每个微批次 reduce-scatter 一次梯度）；"
     "ZeRO-3 每个微批次是它的 1.5 倍。",
@@ -268,7 +268,7 @@ def render_text(plan: dict[str, Any]) -> str:
         f"（dp={s['dp']} × tp={s['tp']} × pp={s['pp']} × cp={s['cp']}；ep={s['ep']} 从 dp 中划出），"
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
-        f"每条流水线 M = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
         "",
         f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
         f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",
