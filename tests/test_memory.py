@@ -228,7 +228,7 @@ def test_activation_bytes_bad_input():
         tmath.activation_bytes(cfg, 128, recompute="some")
     with pytest.raises(ValueError, match="attention"):
         tmath.activation_bytes(cfg, 128, attention="paged")
-    with pytest.raises(ValueError, match="tp=3 does not divide num_heads=32"):
+    with pytest.raises(ValueError, match="tp=3 不能整除 num_heads=32"):
         tmath.activation_bytes(cfg, 128, tp=3)
     with pytest.raises(ValueError, match="micro_batch"):
         tmath.activation_bytes(cfg, 128, 0)

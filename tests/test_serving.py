@@ -174,12 +174,12 @@ def test_decode_bound_replicates_kv_heads_when_tp_exceeds_them():
 def test_tp_must_divide_the_query_heads():
     # Qwen2-7B: 28 query heads, 4 KV heads.
     qwen = tmath.preset("qwen2-7b")
-    with pytest.raises(ValueError, match=r"tp=8 does not divide num_heads=28"):
+    with pytest.raises(ValueError, match=r"tp=8 不能整除 num_heads=28.*tp 可取 1, 2, 4, 7, 14, 28"):
         tmath.decode_bound(qwen, "H100", tp=8)
-    with pytest.raises(ValueError, match=r"tp=3 does not divide num_heads=64"):
+    with pytest.raises(ValueError, match=r"tp=3 不能整除 num_heads=64"):
         tmath.concurrency(tmath.preset("llama3-70b"), "H100", tp=3)
     # 28 heads split over 7 GPUs, but 4 KV heads cannot be replicated evenly over 7
-    with pytest.raises(ValueError, match=r"tp=7 is not a multiple of num_kv_heads=4"):
+    with pytest.raises(ValueError, match=r"tp=7 不是 num_kv_heads=4 的倍数"):
         tmath.tp_layout(qwen, 7)
     lay = tmath.tp_layout(qwen, 4)
     assert (lay.heads_per_gpu, lay.kv_heads_per_gpu, lay.kv_replicas) == (7, 1, 1)

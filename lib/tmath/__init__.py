@@ -49,7 +49,7 @@ _export("memory", "activation_bytes_per_layer", "activation_bytes_seed_heuristic
         "activation_memory", "checkpoint_flops", "training_bytes_per_param",
         "zero_bytes_per_param", "ActivationBytes", "activation_bytes")
 _export("serving", "concurrency", "critical_batch", "decode_bound", "decode_time_lower_bound",
-        "max_concurrent_sequences", "WORKSPACE_BYTES_PER_GPU", "TPLayout", "tp_layout")
+        "max_concurrent_sequences", "WORKSPACE_BYTES_PER_GPU", "expected_experts_touched")
 _export("sweep", "flops_vs_seq_len")
 # --- attention in NumPy -----------------------------------------------------------------
 _export("attention", "AttentionResult", "attention_hbm_bytes", "attention_memory_bytes",
@@ -58,21 +58,22 @@ _export("attention", "AttentionResult", "attention_hbm_bytes", "attention_memory
 # --- the book's support: exercise keys, one deployment's ledger, notation ---------------
 _export("exercises", "check")
 _export("ledger", "build_ledger")
-_export("moe", "expected_experts_touched")
+# --- many GPUs (Part V): the layout on a mesh, its collectives, the plan ---------------
+_export("layout", "TPLayout", "tp_layout", "Layout", "LayoutError", "build_layout")
 _export("notation", "sym", "syms")
 
 #: Submodules reachable as attributes (``tmath.energy``) without an explicit import.
 _SUBMODULES = frozenset({
-    "actmeasure", "attention", "calculator", "config", "crosscheck", "energy", "errata",
-    "exercises", "flops", "fmt", "gpt", "hardware", "kvcache", "ledger", "memory", "moe",
-    "nb", "notation", "params", "plots", "presets", "roofline", "serving", "sources", "sweep",
-    "symbolic", "toy",
+    "actmeasure", "actterms", "attention", "calculator", "comm", "config", "crosscheck", "dist",
+    "energy", "errata", "errors", "exercises", "flops", "fmt", "gpt", "hardware", "kvcache",
+    "layout", "ledger", "memory", "moe", "nb", "notation", "params", "plan", "plots", "presets",
+    "roofline", "serving", "sources", "sweep", "symbolic", "toy",
 })
 
 __all__ = sorted(set(_NAMES) | {"GPT3_TABLE_2_1", "preset", "presets"} | {
     "energy", "hardware", "memory", "serving", "sweep", "attention", "calculator",
     "crosscheck", "errata", "exercises", "gpt", "moe", "roofline", "symbolic", "actmeasure",
-    "ledger", "fmt", "notation",
+    "ledger", "fmt", "notation", "comm", "layout",
 })
 
 

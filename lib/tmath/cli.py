@@ -71,7 +71,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse in Chinese: headings, ``-h``, and every error (see :meth:`error`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, add_help=False, formatter_class=_Formatter, **kwargs)
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs["add_help"] = False
+        super().__init__(*args, **kwargs)
         self._positionals.title = "位置参数"
         self._optionals.title = "选项"
         self.add_argument("-h", "--help", action="help", help="显示这段帮助并退出")
@@ -165,6 +167,9 @@ def _parser() -> _Parser:
                      help="训练 FLOPs 的约定：eager（保存注意力概率）或 flash（反向重算 QKᵀ，"
                      "每层 14 而非 12 个 B·T²·N·H）")
     led.add_argument("--json", action="store_true", help="输出 JSON 而不是表格")
+    from tmath.plan import add_plan_parser
+
+    add_plan_parser(sub)  # `tmath plan` (tmath.plan)
     sub.add_parser("presets", help="列出预设模型名")
     sub.add_parser("hardware", help="列出硬件表")
     return ap
@@ -223,6 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             args = _parser().parse_args(argv)
+            if args.cmd == "plan":
+                from tmath.plan import run_plan
+
+                return run_plan(args)  # prints its own result or error (text or --json)
             if args.cmd == "presets":
                 import tmath
 

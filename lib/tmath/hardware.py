@@ -25,7 +25,9 @@ Conventions (read before using a number):
   vendor does not publish it).  Energy estimates that divide FLOPs by
   FLOP/s-per-watt assume the chip draws exactly its TDP.
 * ``interconnect_bandwidth`` is the vendor's total (bidirectional) NVLink /
-  ICI figure in bytes/s, as printed.
+  ICI figure in bytes/s, as printed.  The links themselves, per direction, with a
+  latency each, are in :data:`LINKS` (Part V); :data:`NODES` says which links a GPU's
+  usual machine has.
 
 Every entry names a key of :mod:`tmath.sources`.
 """
@@ -36,7 +38,8 @@ from dataclasses import dataclass
 
 from tmath.errors import InputError, InputTypeError, show
 
-__all__ = ["Hardware", "HARDWARE", "hardware", "hardware_names"]
+__all__ = ["Hardware", "HARDWARE", "hardware", "hardware_names", "Link", "LINKS", "link", "Node",
+           "NODES", "node"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ _TABLE = [
              81559 * 2**20),
     Hardware("H800", 989e12, 1979e12, 80 * GiB, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
     Hardware("H200", 989e12, 1979e12, 141 * GiB, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
-    Hardware("TPUv5e", 197e12, None, 16 * GiB, 819e9, None, 200e9, 2023, "bf16", "google-tpu-v5e"),
+    Hardware("TPUv5e", 197e12, None, 16 * GiB, 819e9, None, 400e9, 2023, "bf16", "google-tpu-v5e"),
 ]
 
 #: name -> :class:`Hardware`.  Names: V100 (SXM2 32GB), A100 (SXM 80GB),
@@ -120,3 +123,105 @@ def hardware(name: str | Hardware) -> Hardware:
     if key in _ALIASES:
         return HARDWARE[_ALIASES[key]]
     raise InputError(f"未知硬件 hardware={show(name)}：请用 {'、'.join(HARDWARE)} 之一", "hardware")
+
+
+# --- links between accelerators (Part V) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    """One kind of link between accelerators, as :mod:`tmath.comm` prices it.
+
+    ``bandwidth`` is bytes/s **per direction** available to one GPU (one chip) on this link
+    (the book's convention; vendors print the sum of both directions, kept as
+    ``bidirectional``).  ``alpha`` is the latency of one step of a ring collective, in
+    seconds; ``alpha_cited`` says whether it comes from ``alpha_source`` or is an assumption
+    stated in ``note``.  ``topology`` is ``"switch"`` (every GPU has a full-bandwidth port
+    into a non-blocking switch) or ``"ring"`` (a bidirectional ring: one axis of a torus).
+    ``per`` says what the bandwidth belongs to.
+    """
+
+    name: str
+    bandwidth: float  # bytes/s, one direction, per GPU (chip)
+    bidirectional: float  # bytes/s, both directions, as the vendor prints it
+    alpha: float  # seconds per ring step
+    alpha_cited: bool
+    topology: str
+    scope_zh: str
+    per: str
+    source: str
+    alpha_source: str | None
+    note: str = ""
+
+
+# NCCL's own cost model (src/graph/tuning.cc, hwLat, ring algorithm, LL protocol): 0.6 us per
+# step over NVLink, 1.0 us over PCIe, 2.7 us over the network; a model constant NCCL uses to
+# pick algorithms, not a measurement.
+_LINK_TABLE = [
+    Link("NVLink4", 450e9, 900e9, 0.6e-6, True, "switch", "节点内（NVSwitch）",
+         "每张 H100：18 条 NVLink，每条每方向 25 GB/s", "nvidia-h100-datasheet", "nccl-tuning",
+         "H100 SXM datasheet: NVLink 900 GB/s (both directions)."),
+    Link("NVLink5", 900e9, 1800e9, 0.6e-6, True, "switch", "节点内（NVSwitch）",
+         "每张 B200：18 条 NVLink，每条每方向 50 GB/s", "nvidia-dgx-b200-guide", "nccl-tuning",
+         "DGX B200: 2 NVLink switches, 14.4 TB/s aggregate over 8 GPUs = 1.8 TB/s per GPU. "
+         "alpha: NCCL's model has one NVLink figure for every generation."),
+    Link("PCIe5x16", 64e9, 128e9, 1.0e-6, True, "switch", "主机总线（PCIe）",
+         "一条 PCIe 5.0 ×16", "nvidia-h100-datasheet", "nccl-tuning",
+         "H100 datasheet: PCIe Gen5 128 GB/s (both directions)."),
+    Link("IB-NDR", 50e9, 100e9, 2.7e-6, True, "switch", "跨节点（InfiniBand）",
+         "每个 NDR 端口 400 Gb/s；DGX H100 每节点 8 个 ConnectX-7 端口，每张 GPU 一个",
+         "nvidia-dgx-basepod", "nccl-tuning",
+         "Assumes a full-bisection (non-blocking) fat tree, one NIC per GPU."),
+    Link("ICI-v5e", 50e9, 100e9, 1.0e-6, False, "ring", "芯片间（ICI，二维环面）",
+         "每个 ICI 端口；每颗 v5e 4 个端口，共 400 GB/s（两个方向之和）", "google-tpu-v5e", None,
+         "Per port: 400 GB/s bidirectional per chip / 4 ports / 2 directions. alpha: an "
+         "assumed 1 us per hop (Google publishes no ICI latency); it only matters for small "
+         "messages."),
+]
+
+#: name -> :class:`Link`.
+LINKS: dict[str, Link] = {lk.name: lk for lk in _LINK_TABLE}
+
+
+@dataclass(frozen=True)
+class Node:
+    """How a machine groups its accelerators: ``size`` of them share ``intra`` links; the
+    rest of the cluster is reached over ``inter``."""
+
+    size: int
+    intra: str
+    inter: str
+    source: str
+
+
+#: GPU name -> its usual node: DGX/HGX H100 and H200 (8 GPUs on NVSwitch, one NDR port each);
+#: a TPU v5e pod (256 chips on the ICI torus).
+NODES: dict[str, Node] = {
+    "H100": Node(8, "NVLink4", "IB-NDR", "nvidia-dgx-basepod"),
+    "H200": Node(8, "NVLink4", "IB-NDR", "nvidia-dgx-basepod"),
+    "TPUv5e": Node(256, "ICI-v5e", "ICI-v5e", "google-tpu-v5e"),
+}
+
+
+def link(name: str | Link) -> Link:
+    """Look up a link by name (case-insensitive), e.g. ``"NVLink4"``, ``"ib-ndr"``."""
+    if isinstance(name, Link):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"链路名必须是字符串，收到 {type(name).__name__}")
+    for k, v in LINKS.items():
+        if k.lower() == name.strip().lower():
+            return v
+    raise ValueError(f"未知的链路 {name!r}；可选：{', '.join(LINKS)}")
+
+
+def node(gpu: str | Hardware) -> Node:
+    """The usual node of ``gpu`` (:data:`NODES`); a clear error for a GPU without one."""
+    hw = hardware(gpu)
+    try:
+        return NODES[hw.name]
+    except KeyError:
+        raise ValueError(
+            f"{hw.name} 没有节点与链路数据（可选：{', '.join(NODES)}）；"
+            "请给出每节点卡数与节点内、节点间的链路（tmath.hardware.LINKS）"
+        ) from None

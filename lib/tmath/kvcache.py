@@ -70,6 +70,17 @@ def kv_cache_bytes_per_token(cfg: ModelConfig, dtype: str = "bf16") -> int:
     return ceil(kv_cache_elements_per_token(cfg) * dtype_bytes(dtype))
 
 
+def kv_cache_bytes_per_token_per_gpu(cfg: ModelConfig, tp: int, dtype: str = "bf16") -> float:
+    """KV-cache bytes one token adds on each of ``tp`` tensor-parallel GPUs.
+
+    The split is :func:`tmath.layout.tp_layout`'s: K/tp KV heads per GPU, one whole head
+    when K < tp (replicated on tp/K GPUs), all of MLA's latent on every GPU.
+    """
+    from tmath.layout import kv_share_per_gpu
+
+    return kv_cache_bytes_per_token(cfg, dtype) * float(kv_share_per_gpu(cfg, tp))
+
+
 def kv_cache_positions(cfg: ModelConfig, seq_len: int) -> int:
     """Cached positions of one sequence summed over the layers: min(T, W) per window layer."""
     T = int_arg("seq_len", seq_len)

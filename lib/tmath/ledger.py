@@ -8,7 +8,7 @@ prints.  The command line (:mod:`tmath.cli`), the calculator's widget and static
 A deployment that cannot exist is said so, never silently priced:
 
 * ``tp`` must divide the query heads (and split or evenly replicate the KV heads):
-  :func:`tmath.serving.tp_layout` raises ``ValueError`` naming both numbers.  When there
+  :func:`tmath.layout.tp_layout` raises ``ValueError`` naming both numbers.  When there
   are fewer KV heads than GPUs, each KV head is replicated and the ledger says so.
 * ``seq_len`` defaults to the smaller of :data:`DEFAULT_SEQ_LEN` (2,048) and the model's
   ``max_position``, so every model has a ledger with the default settings; the ledger
@@ -140,8 +140,9 @@ def build_ledger(
     import tmath
     from tmath.errors import InputError, InputTypeError, has_chinese, show
     from tmath.hardware import hardware
+    from tmath.layout import tp_layout
     from tmath.memory import activation_bytes, activation_memory, training_bytes_per_param
-    from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes, tp_layout
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU, decode_bound, dtype_bytes
 
     if not isinstance(cfg, tmath.ModelConfig):
         raise InputTypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}", "cfg")

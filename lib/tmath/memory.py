@@ -281,7 +281,7 @@ def activation_bytes(
     every other family is the Llama block (RMSNorm, GQA, rotary, no dropout, gated MLP).
     ``micro_batch`` is the number of sequences one GPU processes in one forward pass
     (not the global batch); ``tp`` the tensor-parallel degree (checked by
-    :func:`tmath.serving.tp_layout`); ``sequence_parallel`` defaults to ``tp > 1``.
+    :func:`tmath.layout.tp_layout`); ``sequence_parallel`` defaults to ``tp > 1``.
     ``attention="eager"`` keeps the s x s softmax; ``"flash"`` keeps Q, K, V, the output
     and a float32 logsumexp.  ``dtype`` sets the activation bytes (bf16 2, fp32 4);
     ``mask_bytes`` the dropout-mask bytes (1 on CUDA; the CPU keeps an activation-dtype
@@ -297,7 +297,8 @@ def activation_bytes(
     not modelled.  Those cases have ``checked=False``.
     """
     from tmath.actterms import activation_layer_terms
-    from tmath.serving import dtype_bytes, tp_layout
+    from tmath.kvcache import dtype_bytes
+    from tmath.layout import tp_layout
 
     s = int_arg("seq_len", seq_len)
     b = int_arg("micro_batch", micro_batch)

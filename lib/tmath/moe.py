@@ -15,19 +15,24 @@ Conventions (read before using a number):
 * Communication: the source document's ring model (JAX scaling book): with V
   bytes per array and W the link bandwidth, an all-reduce costs ``2V/W``, an
   all-gather ``V/W`` and an all-to-all on a bidirectional ring ``V/(4W)``.
-  :func:`ring_comm_units` returns costs in units of ``V/W``.
+  :func:`ring_comm_units` (now in :mod:`tmath.comm`, re-exported here) returns costs in
+  units of ``V/W``.
+
+Dependencies run one way: this module imports :mod:`tmath.serving` (the roofline,
+:func:`~tmath.serving.expected_experts_touched`), never the reverse.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from tmath._checks import int_arg
+from tmath.comm import RingComm, ring_comm_units  # moved to tmath.comm; re-exported
 from tmath.config import ModelConfig
 from tmath.notation import sym
+from tmath.serving import expected_experts_touched  # moved to tmath.serving; re-exported
 
 if TYPE_CHECKING:  # SymPy is imported by the functions that build expressions
     import sympy as sp
@@ -121,28 +126,6 @@ def mla_gqa_equivalent_groups(cfg: ModelConfig) -> Fraction:
     return Fraction(cfg.kv_lora_rank + cfg.qk_rope_head_dim, 2 * cfg.qk_nope_head_dim)
 
 
-def expected_experts_touched(experts: int, experts_per_token: int, tokens: int) -> float:
-    """Expected number of distinct experts that ``tokens`` tokens touch in one MoE layer.
-
-    Each token picks ``experts_per_token`` = k of the ``experts`` = E routed experts.
-    Assumption: uniform routing, tokens independent, so a given expert is missed by one
-    token with probability 1 - k/E and by all B tokens with probability (1 - k/E)^B:
-    ``E * (1 - (1 - k/E)**B)``.  B = 1 gives exactly k; as B grows it tends to E.
-    Real routers are not uniform (load-balancing losses push them towards it), and
-    correlated tokens touch fewer experts, so this is a model, not a measurement.
-    """
-    e = int_arg("experts", experts)
-    k = int_arg("experts_per_token", experts_per_token)
-    b = int_arg("tokens", tokens)
-    if k > e:
-        raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
-    if k == e:
-        return float(e)
-    if b <= 256:  # exact rational arithmetic, then one rounding
-        return float(e * (1 - (1 - Fraction(k, e)) ** b))
-    return e * (1 - (1 - k / e) ** b)
-
-
 def moe_critical_batch(cfg: ModelConfig, gpu: Any = "H100", weight_dtype: str = "bf16") -> float:
     """Tokens per step above which the routed-expert matmuls become compute-bound.
 
@@ -159,40 +142,6 @@ def moe_critical_batch(cfg: ModelConfig, gpu: Any = "H100", weight_dtype: str = 
     e, k = (cfg.n_routed_experts, cfg.experts_per_token) if cfg.is_moe else (1, 1)
     return critical_batch(hw.dense_flops, hw.hbm_bandwidth, weight_bytes=dtype_bytes(weight_dtype),
                           experts=e, experts_per_token=k)
-
-
-@dataclass(frozen=True)
-class RingComm:
-    """Per-layer communication in units of V/W (see :func:`ring_comm_units`)."""
-
-    tp: Fraction
-    moe: Fraction
-
-    @property
-    def ratio(self) -> Fraction:
-        """TP all-reduce volume over MoE all-to-all volume."""
-        return self.tp / self.moe
-
-
-def ring_comm_units(
-    experts_per_token: int = 1, *, tp_training: bool = True, moe_training: bool = True
-) -> RingComm:
-    """Per-layer communication cost of Megatron TP and of MoE expert parallelism.
-
-    V = bytes of one [tokens, D] activation.  TP: 2 all-reduces of V forward,
-    2 more backward (``tp_training``), each 2V/W.  MoE: a dispatch and a combine
-    all-to-all forward, 2 more backward (``moe_training``); each moves every
-    token to its k experts, i.e. an array of k·V, costing k·V/(4W) on a ring.
-    The source document uses ``tp_training=True``, ``moe_training=False`` and
-    k = 1, which gives 16.
-    """
-    k = int_arg("experts_per_token", experts_per_token)
-    for name, v in (("tp_training", tp_training), ("moe_training", moe_training)):
-        if not isinstance(v, bool):
-            raise TypeError(f"{name} must be a bool, got {v!r}")
-    tp = (4 if tp_training else 2) * Fraction(2)
-    moe = (4 if moe_training else 2) * Fraction(k, 4)
-    return RingComm(tp, moe)
 
 
 # --- symbolic ledger of a MoE + MLA model (DeepSeek V3 layout) -----------------------

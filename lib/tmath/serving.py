@@ -1,4 +1,8 @@
-"""Serving arithmetic: decode-step bound, concurrency, roofline, communication volume.
+"""Serving arithmetic: decode-step bound, concurrency, roofline.
+
+How tensor parallelism splits the heads is :mod:`tmath.layout`'s (``tp_layout`` is
+re-exported here); the communication helpers that used to live here are
+:mod:`tmath.comm`'s (re-exported too).
 
 Units: bytes, seconds, FLOPs (one multiply-add = 2 FLOPs).  The cores take
 plain numbers; the ``*_for`` wrappers take a ``tmath.ModelConfig`` and a
@@ -12,7 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from tmath._checks import int_arg
+from tmath.comm import (  # one implementation, in tmath.comm; re-exported for older callers
+    allgather_bytes_per_rank,
+    allreduce_bytes_per_rank,
+    alltoall_bytes_per_rank,
+    moe_alltoall_bytes_per_layer,
+    tp_allreduce_bytes_per_layer,
+)
 from tmath.hardware import Hardware, hardware
+from tmath.layout import TPLayout, kv_share_per_gpu, tp_layout  # the split lives in tmath.layout
 
 __all__ = [
     "DTYPE_BYTES",
@@ -36,6 +48,7 @@ __all__ = [
     "alltoall_bytes_per_rank",
     "tp_allreduce_bytes_per_layer",
     "moe_alltoall_bytes_per_layer",
+    "expected_experts_touched",
 ]
 
 #: bytes per value of the storage formats used for weights and the KV cache.
@@ -80,66 +93,6 @@ def _pos(name: str, v: Any, allow_zero: bool = False) -> float:
 #: ``gpu_memory_utilization=0.9`` keeps 10 %), so every function that uses it takes it as a
 #: parameter.
 WORKSPACE_BYTES_PER_GPU = 5e9
-
-
-def _divisors(n: int) -> str:
-    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
-
-
-@dataclass(frozen=True)
-class TPLayout:
-    """How tensor parallelism over ``tp`` GPUs splits a model's attention heads.
-
-    Query heads are split evenly: ``heads_per_gpu = N / tp``.  KV heads are split when
-    ``K >= tp`` (``K / tp`` per GPU, ``kv_replicas = 1``); when ``K < tp`` each GPU holds one
-    whole KV head and every KV head is replicated on ``tp / K`` GPUs (``kv_replicas > 1``).
-    MLA's latent cache is not split by heads: every GPU holds all of it (``mla=True``).
-    """
-
-    tp: int
-    num_heads: int
-    num_kv_heads: int
-    heads_per_gpu: int
-    kv_heads_per_gpu: int
-    kv_replicas: int
-    mla: bool
-
-    @property
-    def kv_replicated(self) -> bool:
-        """Whether some KV data is held by more than one GPU (K < tp, or MLA with tp > 1)."""
-        return self.kv_replicas > 1
-
-
-def tp_layout(cfg: Any, tp: int) -> TPLayout:
-    """Check that ``tp`` can split ``cfg``'s heads and say how (see :class:`TPLayout`).
-
-    Megatron-LM and vLLM give every GPU the same number of query heads, so ``tp`` must
-    divide ``num_heads``; KV heads must either be split evenly (``K % tp == 0``) or
-    replicated evenly (``tp % K == 0``).  Anything else raises ``ValueError`` naming both
-    numbers and the degrees that would work.
-    """
-    tp = int_arg("tp", tp)
-    n, k = cfg.num_heads, cfg.num_kv_heads
-    if n % tp:
-        raise ValueError(
-            f"tp={tp} does not divide num_heads={n} (query heads): every GPU must hold the same "
-            f"number of heads; choose tp among {_divisors(n)}"
-        )
-    if cfg.is_mla:
-        return TPLayout(tp, n, k, n // tp, n // tp, tp, True)
-    if k >= tp:
-        if k % tp:
-            raise ValueError(
-                f"tp={tp} does not divide num_kv_heads={k}: KV heads must split evenly over the "
-                f"GPUs; choose tp among {_divisors(k)} (or a multiple of {k} that divides {n})"
-            )
-        return TPLayout(tp, n, k, n // tp, k // tp, 1, False)
-    if tp % k:
-        raise ValueError(
-            f"tp={tp} is not a multiple of num_kv_heads={k}: with fewer KV heads than GPUs each "
-            f"KV head is replicated, which needs tp divisible by {k}"
-        )
-    return TPLayout(tp, n, k, n // tp, 1, tp // k, False)
 
 
 # --- decode latency ---------------------------------------------------------
@@ -227,12 +180,11 @@ def decode_bound(
     MoE: one decode step routes ``batch`` tokens (one per sequence) through each MoE layer.
     ``moe_weights="touched"`` (default) reads, per MoE layer, the expected number of
     distinct routed experts those tokens touch, E·(1 − (1 − k/E)^B)
-    (:func:`tmath.moe.expected_experts_touched`, uniform routing), plus the shared experts
+    (:func:`expected_experts_touched`, uniform routing), plus the shared experts
     and everything else always; ``"total"`` reads every routed expert (the worst case, what
     a large batch approaches); ``"active"`` reads k experts (exactly the batch-1 case).
     """
-    from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
-    from tmath.moe import expected_experts_touched
+    from tmath import count_params  # lazy: ledger modules
 
     hw = hardware(gpu)
     if moe_weights not in MOE_WEIGHTS:
@@ -253,9 +205,8 @@ def decode_bound(
     else:
         n = p.total
     wb = (n - looked_up) * dtype_bytes(weight_dtype)
-    kv_token = kv_cache_bytes_per_token(cfg, dtype=kv_dtype)
     kvb = kv_sequence_bytes(cfg, context_len, kv_dtype) * batch if context_len else 0
-    kv_gpu = kvb * kv_bytes_per_token_per_gpu(kv_token, cfg.num_kv_heads, tp, mla=cfg.is_mla) / kv_token
+    kv_gpu = kvb * float(kv_share_per_gpu(cfg, tp))  # the heads this GPU holds (tmath.layout)
     sec = decode_time_lower_bound(wb / tp, hw.hbm_bandwidth, kv_bytes=kv_gpu)
     return DecodeBound(hw.name, tp, batch, context_len, wb, kvb, hw.hbm_bandwidth, sec, kv_gpu,
                        moe_weights, experts_read, layout.kv_replicas)
@@ -269,6 +220,31 @@ def kv_sequence_bytes(cfg: Any, seq_len: int, dtype: str = "bf16") -> int:
     from tmath.kvcache import kv_cache_bytes_sequence
 
     return kv_cache_bytes_sequence(cfg, int_arg("seq_len", seq_len), dtype=dtype)
+
+
+def expected_experts_touched(experts: int, experts_per_token: int, tokens: int) -> float:
+    """Expected number of distinct experts that ``tokens`` tokens touch in one MoE layer.
+
+    Each token picks ``experts_per_token`` = k of the ``experts`` = E routed experts.
+    Assumption: uniform routing, tokens independent, so a given expert is missed by one
+    token with probability 1 - k/E and by all B tokens with probability (1 - k/E)^B:
+    ``E * (1 - (1 - k/E)**B)``.  B = 1 gives exactly k; as B grows it tends to E.
+    Real routers are not uniform (load-balancing losses push them towards it), and
+    correlated tokens touch fewer experts, so this is a model, not a measurement.
+    (Also importable from :mod:`tmath.moe`, where it used to live.)
+    """
+    from fractions import Fraction
+
+    e = int_arg("experts", experts)
+    k = int_arg("experts_per_token", experts_per_token)
+    b = int_arg("tokens", tokens)
+    if k > e:
+        raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
+    if k == e:
+        return float(e)
+    if b <= 256:  # exact rational arithmetic, then one rounding
+        return float(e * (1 - (1 - Fraction(k, e)) ** b))
+    return e * (1 - (1 - k / e) ** b)
 
 
 # --- concurrency -------------------------------------------------------------
@@ -297,7 +273,10 @@ def kv_bytes_per_token_per_gpu(
 
     Tensor parallelism splits KV heads: each GPU holds ceil(K / tp) of the K
     heads (heads are replicated when tp > K).  MLA's compressed latent is not
-    split by heads, so every GPU holds all of it.
+    split by heads, so every GPU holds all of it.  A plain-number helper: for a
+    config, :func:`tmath.kvcache.kv_cache_bytes_per_token_per_gpu` reads the split from
+    :func:`tmath.layout.tp_layout`, which refuses the splits no framework runs (8 KV
+    heads over 3 GPUs, where this helper answers with ceil(8/3) = 3 heads).
     """
     _pos("kv_bytes_per_token", kv_bytes_per_token)
     k = int_arg("num_kv_heads", num_kv_heads)
@@ -339,7 +318,8 @@ def concurrency(
     every sequence's KV cache (:func:`kv_bytes_per_token_per_gpu`), so the
     group serves ``floor(budget / (kv_per_token_per_gpu x context_len))`` sequences.
     """
-    from tmath import count_params, kv_cache_bytes_per_token  # lazy: ledger modules
+    from tmath import count_params  # lazy: ledger modules
+    from tmath.kvcache import kv_cache_bytes_per_token_per_gpu
 
     hw = hardware(gpu)
     tp = int_arg("tp", tp)
@@ -348,12 +328,7 @@ def concurrency(
     _pos("overhead_bytes_per_gpu", overhead_bytes_per_gpu, True)
     w = count_params(cfg).total * dtype_bytes(weight_dtype) / tp
     budget = hbm - w - overhead_bytes_per_gpu
-    kv_tok = kv_bytes_per_token_per_gpu(
-        kv_cache_bytes_per_token(cfg, dtype=kv_dtype),
-        cfg.num_kv_heads,
-        tp,
-        bool(getattr(cfg, "kv_lora_rank", 0)),
-    )
+    kv_tok = kv_cache_bytes_per_token_per_gpu(cfg, tp, kv_dtype)
     n = max_concurrent_sequences(budget, kv_tok, context_len)
     return Concurrency(hw.name, tp, context_len, hbm, w, overhead_bytes_per_gpu, budget, kv_tok, n)
 
@@ -414,60 +389,3 @@ def critical_batch(
     if k > e:
         raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
     return peak_flops / bandwidth * weight_bytes * e / (2 * k)
-
-
-# --- communication ------------------------------------------------------------
-
-
-def allreduce_bytes_per_rank(nbytes: float, world: int) -> float:
-    """Bytes each rank sends in a ring all-reduce of an ``nbytes`` array: 2 (W-1)/W x nbytes
-    (a reduce-scatter then an all-gather)."""
-    _pos("nbytes", nbytes, True)
-    w = int_arg("world", world)
-    return 2 * (w - 1) / w * nbytes
-
-
-def allgather_bytes_per_rank(nbytes: float, world: int) -> float:
-    """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full
-    ``nbytes`` array: (W-1)/W x nbytes."""
-    _pos("nbytes", nbytes, True)
-    w = int_arg("world", world)
-    return (w - 1) / w * nbytes
-
-
-def alltoall_bytes_per_rank(local_bytes: float, world: int) -> float:
-    """Bytes each rank sends in an all-to-all when it holds ``local_bytes`` spread
-    evenly over all destinations: (W-1)/W x local_bytes (its own share stays)."""
-    _pos("local_bytes", local_bytes, True)
-    w = int_arg("world", world)
-    return (w - 1) / w * local_bytes
-
-
-def tp_allreduce_bytes_per_layer(
-    tokens: int, hidden: int, tp: int, *, act_bytes: float = 2, training: bool = False
-) -> float:
-    """Bytes each rank sends per transformer layer for Megatron tensor parallelism.
-
-    ``tokens`` = tokens processed by the TP group (every rank sees all of them).
-    Forward: 2 all-reduces of the [tokens, hidden] activation (after attention
-    and after the MLP); training adds 2 more in backward.
-    """
-    n = 4 if training else 2
-    return n * allreduce_bytes_per_rank(int_arg("tokens", tokens) * int_arg("hidden", hidden) * act_bytes, tp)
-
-
-def moe_alltoall_bytes_per_layer(
-    tokens: int, hidden: int, ep: int, experts_per_token: int, *, act_bytes: float = 2, training: bool = False
-) -> float:
-    """Bytes each rank sends per MoE layer for expert parallelism over ``ep`` ranks.
-
-    ``tokens`` = tokens processed by the whole EP group, ``tokens/ep`` per rank.
-    Dispatch sends each local token's hidden vector to its k experts (uniform
-    routing: a fraction (ep-1)/ep leaves the rank); combine sends the k results
-    back.  Forward: 2 all-to-alls; training adds 2 more in backward.
-    """
-    tokens, ep = int_arg("tokens", tokens), int_arg("ep", ep)
-    k = int_arg("experts_per_token", experts_per_token)
-    n = 4 if training else 2
-    local = tokens / ep * k * int_arg("hidden", hidden) * act_bytes
-    return n * alltoall_bytes_per_rank(local, ep)

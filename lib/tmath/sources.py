@@ -116,9 +116,12 @@ register(
 register(
     "google-tpu-v5e",
     "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 394 TOP/s "
-    "int8, 16 GB HBM2, 819 GB/s, ICI 1,600 Gbps)",
+    "int8, 16 GB HBM2, 819 GB/s; bidirectional inter-chip interconnect (ICI) 400 GBps per "
+    "chip over 4 ICI ports; 2D torus; 256 chips per pod)",
     "https://cloud.google.com/tpu/docs/v5e",
-    "Google publishes no per-chip TDP for v5e.",
+    "Google publishes no per-chip TDP for v5e. An older version of the page printed 'ICI "
+    "1,600 Gbps' (200 GB/s, one direction); the current page prints 400 GBps bidirectional: "
+    "the same links, 50 GB/s per port per direction.",
 )
 
 register(
@@ -353,3 +356,91 @@ register(
     "FLOPs per token' (L layers, H heads, Q head dimension, T sequence length): 6N + 12LHQT. "
     "Rematerialization is not counted in MFU (it is in hardware FLOPs utilization).",
 )
+
+# --- Part V: links between accelerators and parallel training --------------------------------
+register(
+    "nvidia-dgx-b200-guide",
+    "NVIDIA DGX B200 User Guide, Introduction to NVIDIA DGX B200 Systems: component "
+    "descriptions (8 x B200; 2 x 5th-generation NVLink switches, 14.4 TB/s aggregate "
+    "bandwidth; 8 x ConnectX-7 single-port cards, InfiniBand up to 400 Gb/s)",
+    "https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html",
+    "14.4 TB/s over 8 GPUs = 1.8 TB/s per GPU (both directions), 900 GB/s each way: "
+    "NVLink 5, 18 links of 100 GB/s.",
+)
+register(
+    "nvidia-dgx-basepod",
+    "NVIDIA DGX BasePOD Reference Architecture, Core Components: DGX H100/H200 systems "
+    "(eight Hopper GPUs, four NVSwitch chips; four OSFP ports serving eight single-port "
+    "ConnectX-7 VPI, up to 400 Gb/s InfiniBand/Ethernet)",
+    "https://docs.nvidia.com/dgx-basepod/reference-architecture-infrastructure-foundation-"
+    "enterprise-ai/latest/core-components.html",
+    "One 400 Gb/s (50 GB/s each way) InfiniBand NDR port per GPU, eight per node, for the "
+    "compute fabric.",
+)
+register(
+    "nccl-tuning",
+    "NCCL source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms and "
+    "protocols (baseLat, hwLat)",
+    "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
+    "Per-step latency of the ring algorithm with the LL (low-latency) protocol: NVLink "
+    "0.6 us, PCI 1.0 us, network 2.7 us (hwLat), plus a base latency of 6.6 us per "
+    "collective; ring all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1. "
+    "Model constants, not measurements.",
+)
+register(
+    "narayanan2021megatron",
+    "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
+    "(Narayanan et al., SC 2021)",
+    "https://arxiv.org/abs/2104.04473",
+    "PTD-P: tensor, pipeline and data parallelism; the 1F1B schedule and its bubble "
+    "(p-1)/m of the ideal time, (p-1)/(m+p-1) of the whole step; scatter/gather of "
+    "pipeline messages over the tensor-parallel group.",
+)
+register(
+    "huang2019gpipe",
+    "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism "
+    "(Huang et al., NeurIPS 2019)",
+    "https://arxiv.org/abs/1811.06965",
+    "M micro-batches over K pipeline stages; bubble O((K-1)/(M+K-1)).",
+)
+
+# --- cited in the prose (book/references.bib); registered so that the two lists agree -----
+register("kaplan2020scaling", "Scaling Laws for Neural Language Models (Kaplan et al., 2020)",
+         "https://arxiv.org/abs/2001.08361")
+register("hoffmann2022chinchilla",
+         "Training Compute-Optimal Large Language Models (Hoffmann et al., 2022)",
+         "https://arxiv.org/abs/2203.15556")
+register("ainslie2023gqa", "GQA: Training Generalized Multi-Query Transformer Models from "
+         "Multi-Head Checkpoints (Ainslie et al., 2023)", "https://arxiv.org/abs/2305.13245")
+register("shazeer2019mqa", "Fast Transformer Decoding: One Write-Head is All You Need "
+         "(Shazeer, 2019)", "https://arxiv.org/abs/1911.02150")
+register("shazeer2020glu", "GLU Variants Improve Transformer (Shazeer, 2020)",
+         "https://arxiv.org/abs/2002.05202")
+register("chen2016checkpoint", "Training Deep Nets with Sublinear Memory Cost (Chen et al., "
+         "2016)", "https://arxiv.org/abs/1604.06174")
+register("llama3herd2024", "The Llama 3 Herd of Models (Llama Team, AI @ Meta, 2024)",
+         "https://arxiv.org/abs/2407.21783")
+register("pope2022inference", "Efficiently Scaling Transformer Inference (Pope et al., MLSys "
+         "2023)", "https://arxiv.org/abs/2211.05102")
+register("anthony2023math101", "Transformer Math 101 (Anthony, Biderman, Schoelkopf; "
+         "EleutherAI blog, 2023)", "https://blog.eleuther.ai/transformer-math/")
+register("kipply2022inference", "Transformer Inference Arithmetic (kipply, 2022)",
+         "https://kipp.ly/transformer-inference-arithmetic/")
+register("tazi2025playbook", "The Ultra-Scale Playbook: Training LLMs on GPU Clusters (Tazi "
+         "et al., Hugging Face, 2025)",
+         "https://huggingface.co/spaces/nanotron/ultrascale-playbook")
+register("pytorch-checkpoint-docs", "torch.utils.checkpoint (PyTorch documentation)",
+         "https://pytorch.org/docs/stable/checkpoint.html")
+register("megatron-lm-arguments", "Megatron-LM command-line arguments for activation "
+         "recomputation (megatron/training/arguments.py)",
+         "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/arguments.py")
+register("megatron-bridge-recompute", "Activation Recomputation (Megatron Bridge "
+         "documentation, version 0.7.0)", "https://docs.nvidia.com/nemo/megatron-bridge/0.7.0/"
+         "training/activation-recomputation.html")
+register("deepspeed-activation-checkpointing", "Activation Checkpointing (DeepSpeed "
+         "documentation)", "https://deepspeed.readthedocs.io/en/latest/"
+         "activation-checkpointing.html")
+register("jax-checkpoint-docs", "Gradient checkpointing with jax.checkpoint (JAX "
+         "documentation)", "https://docs.jax.dev/en/latest/gradient-checkpointing.html")
+register("shoeybi2019megatron", "Megatron-LM: Training Multi-Billion Parameter Language Models "
+         "Using Model Parallelism (Shoeybi et al., 2019)", "https://arxiv.org/abs/1909.08053")

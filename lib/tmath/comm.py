@@ -1,0 +1,311 @@
+"""Collective communication: bytes each GPU sends, and seconds on a named link.
+
+The book's convention (Part V, 多卡的账): **bytes sent per GPU by the ring algorithm**.
+``V`` (``nbytes`` below) is the size of the *whole* array a collective works on, on the
+side where it is largest:
+
+==================  ==========================================  ====================  ===========
+collective          V is                                        bytes sent per GPU    steps
+==================  ==========================================  ====================  ===========
+``all_reduce``      the array every GPU holds (input = output)  2(n−1)/n · V          2(n−1)
+``all_gather``      the gathered output (each GPU holds V/n)    (n−1)/n · V           n−1
+``reduce_scatter``  the input (each GPU keeps V/n of the sum)   (n−1)/n · V           n−1
+``all_to_all``      each GPU's input, V/n for every GPU         (n−1)/n · V           n−1
+``send``            the tensor sent (point to point)            V                     1
+==================  ==========================================  ====================  ===========
+
+``n`` is the number of GPUs in the group.  The ring all-reduce is a reduce-scatter followed
+by an all-gather (hence 2(n−1) steps of V/n each); an all-to-all keeps its own V/n and sends
+the rest straight to its owners, which is what a switch (NVSwitch, a full-bisection
+InfiniBand fat tree) lets every GPU do at once.  :func:`ring_derivation` derives the first
+four rows with SymPy, step by step.
+
+The results are exact (:class:`fractions.Fraction`, an ``int`` when whole): a tensor whose
+element count is a multiple of n gives whole bytes.  Layouts that do not divide evenly pad
+(NCCL and FSDP split into n equal chunks); :func:`whole_bytes` rounds up.
+
+**Time, the α–β model.**  A collective of s steps on a link of latency α (seconds per step)
+and bandwidth W (bytes/s, per direction) takes ``s·α + L/W`` seconds, where L is the load of
+the busiest directed link (:func:`link_load`).  Two topologies:
+
+* ``"switch"`` — every GPU has its own full-bandwidth port into a non-blocking switch
+  (NVSwitch inside a DGX/HGX node; a full-bisection fat tree across nodes): L = the bytes the
+  GPU sends.
+* ``"ring"`` — a bidirectional ring, one axis of a TPU torus: each GPU has a link to each
+  neighbour, W per direction.  Ring all-reduce/all-gather/reduce-scatter send half their
+  bytes each way, L = bytes/2.  An all-to-all must relay: the piece for a GPU d hops away
+  crosses d links, the shorter way round, so each directed link carries
+  ``V·⌊n²/4⌋/(2n)`` bytes (V/n·n/8 for even n).  In terms of the *global* array
+  ``V_g = n·V`` and the *bidirectional* link bandwidth ``2W``, that is ``V_g/(4·2W)`` for
+  even n: the source's (and the JAX scaling book's) ``V/(4W)``, whose W is bidirectional
+  and whose V is the whole array.  On a switch the same all-to-all costs (n−1)/n·V/W with V
+  one GPU's input.
+
+Every function takes plain numbers; :mod:`tmath.layout` lists a layout's collectives and
+:mod:`tmath.plan` prices them on the links of :data:`tmath.hardware.LINKS`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from tmath._checks import int_arg
+
+__all__ = [
+    "KINDS",
+    "KIND_ZH",
+    "TOPOLOGIES",
+    "bytes_sent",
+    "steps",
+    "whole_bytes",
+    "link_load",
+    "collective_time",
+    "ring_derivation",
+    "allreduce_bytes_per_rank",
+    "allgather_bytes_per_rank",
+    "alltoall_bytes_per_rank",
+    "tp_allreduce_bytes_per_layer",
+    "moe_alltoall_bytes_per_layer",
+    "RingComm",
+    "ring_comm_units",
+]
+
+#: The collectives this module prices (``send``: one point-to-point message).
+KINDS: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send")
+#: Chinese names for tables and messages.
+KIND_ZH: dict[str, str] = {
+    "all_reduce": "all-reduce（全归约）",
+    "all_gather": "all-gather（全收集）",
+    "reduce_scatter": "reduce-scatter（归约散发）",
+    "all_to_all": "all-to-all（全交换）",
+    "send": "send/recv（点对点）",
+}
+#: Link topologies of :func:`link_load`.
+TOPOLOGIES: tuple[str, ...] = ("switch", "ring")
+
+
+def _kind(kind: Any) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} 不是已知的集合通信；可选：{', '.join(KINDS)}")
+    return kind
+
+
+def _nbytes(nbytes: Any) -> Fraction:
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float, Fraction)):
+        raise TypeError(f"nbytes 必须是字节数（非负的数），收到 {nbytes!r}")
+    if isinstance(nbytes, float) and (math.isnan(nbytes) or math.isinf(nbytes)):
+        raise ValueError(f"nbytes 必须是有限的非负字节数，收到 {nbytes!r}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes 必须是非负的字节数，收到 {nbytes!r}")
+    return Fraction(nbytes)
+
+
+def _exact(x: Fraction) -> int | Fraction:
+    return int(x) if x.denominator == 1 else x
+
+
+def steps(kind: str, n: int) -> int:
+    """Sequential steps of the ring algorithm (what multiplies α): 2(n−1), n−1 or 1."""
+    n = int_arg("n", n)
+    kind = _kind(kind)
+    if kind == "send":
+        return 1
+    if n == 1:
+        return 0
+    return 2 * (n - 1) if kind == "all_reduce" else n - 1
+
+
+def bytes_sent(kind: str, nbytes: int | float | Fraction, n: int) -> int | Fraction:
+    """Bytes one GPU sends in a ``kind`` collective of a ``nbytes`` array over ``n`` GPUs.
+
+    See the module table for what ``nbytes`` (V) means for each kind.  Exact: an ``int``
+    when whole, else a :class:`~fractions.Fraction`.  A group of one sends nothing.
+
+    >>> bytes_sent("all_reduce", 800, 4), bytes_sent("all_gather", 800, 4)
+    (1200, 600)
+    """
+    kind = _kind(kind)
+    v = _nbytes(nbytes)
+    n = int_arg("n", n)
+    if kind == "send":
+        return _exact(v)
+    factor = Fraction(2 * (n - 1), n) if kind == "all_reduce" else Fraction(n - 1, n)
+    return _exact(factor * v)
+
+
+def whole_bytes(x: int | float | Fraction) -> int:
+    """``x`` rounded up to whole bytes (the padded chunk of a split that is not even)."""
+    return math.ceil(Fraction(x))
+
+
+def link_load(kind: str, nbytes: int | float | Fraction, n: int,
+              topology: str = "switch") -> int | Fraction:
+    """Bytes crossing the busiest directed link during one collective.
+
+    ``"switch"``: a GPU's own uplink carries everything it sends (:func:`bytes_sent`).
+    ``"ring"`` (a bidirectional ring / one torus axis): reduce-scatter, all-gather and
+    all-reduce send half their data each way round; an all-to-all of V per GPU relays each
+    piece the shorter way, so a directed link carries ``V·⌊n²/4⌋/(2n)``; a send uses one link.
+    """
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"topology={topology!r} 未知；可选：{', '.join(TOPOLOGIES)}"
+                         "（switch：交换机，全二分带宽；ring：双向环或环面的一个轴）")
+    sent = Fraction(bytes_sent(kind, nbytes, n))
+    if topology == "switch" or kind == "send":
+        return _exact(sent)
+    if kind == "all_to_all":
+        return _exact(_nbytes(nbytes) * Fraction(n * n // 4, 2 * n))
+    return _exact(sent / 2)
+
+
+def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwidth: float,
+                    alpha: float = 0.0, topology: str = "switch") -> float:
+    """Seconds of one collective in the α–β model: ``steps·α + link_load / bandwidth``.
+
+    ``bandwidth`` is bytes/s per direction of one link (a :class:`tmath.hardware.Link`'s
+    ``bandwidth``), ``alpha`` seconds per step.  A group of one takes no time.
+    """
+    for name, v in (("bandwidth", bandwidth), ("alpha", alpha)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+            raise ValueError(f"{name} 必须是非负的数，收到 {v!r}")
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth 必须是正的字节/秒，收到 {bandwidth!r}")
+    if int_arg("n", n) == 1 and kind != "send":
+        return 0.0
+    load = link_load(kind, nbytes, n, topology)
+    return steps(kind, n) * alpha + float(load) / bandwidth
+
+
+def ring_derivation() -> dict[str, Any]:
+    """The ring volumes derived with SymPy, step by step, in the book's letters.
+
+    Returns a dict: ``"symbols"`` (N_gpu the group size, M_arr the array bytes, α, W_link),
+    and for each kind a dict with ``"chunk"`` (bytes per step), ``"steps"`` and
+    ``"sent"`` = steps × chunk simplified, and ``"time"`` = steps·α + sent/W_link on a
+    switch.  The all-reduce is derived as a reduce-scatter then an all-gather.  Also
+    ``"all_to_all_ring"``: the busiest-link load of an all-to-all on a bidirectional ring
+    of even size, ``Σ_d min(d, N_gpu − d)`` pieces of M_arr/N_gpu shared by 2·N_gpu links.
+    """
+    import sympy as sp
+
+    from tmath.notation import sym
+
+    n, v, a, w = sym("N_gpu"), sym("M_arr"), sym("alpha"), sym("W_link")
+    d = sp.Symbol("d", positive=True, integer=True)  # hop distance (a summation dummy)
+    chunk = v / n
+    rs = {"chunk": chunk, "steps": n - 1}
+    ag = {"chunk": chunk, "steps": n - 1}
+    ar = {"chunk": chunk, "steps": rs["steps"] + ag["steps"]}
+    a2a = {"chunk": chunk, "steps": n - 1}
+    out: dict[str, Any] = {"symbols": {"N_gpu": n, "M_arr": v, "alpha": a, "W_link": w}}
+    for name, part in (("reduce_scatter", rs), ("all_gather", ag), ("all_reduce", ar),
+                       ("all_to_all", a2a)):
+        sent = sp.factor(sp.simplify(part["steps"] * part["chunk"]))
+        out[name] = {**part, "sent": sent, "time": part["steps"] * a + sent / w}
+    # all-to-all on a bidirectional ring of even size n = 2h: the piece (M_arr/n bytes) for
+    # the GPU d places away travels min(d, n - d) hops, the shorter way round
+    h = sp.Symbol("h", positive=True, integer=True)
+    hops = sp.summation(d, (d, 1, h)) + sp.summation(d, (d, 1, h - 1))  # sum of min(d, n-d)
+    hops_n = sp.factor(sp.simplify(hops)).subs(h, n / 2)  # = n^2/4
+    total = n * chunk * hops_n  # link crossings of all n sources, in bytes
+    load = sp.simplify(total / (2 * n))  # shared evenly by the 2n directed links
+    out["all_to_all_ring"] = {"hops_per_source": sp.expand(hops_n), "load_per_link": load,
+                              "time": (n - 1) * a + load / w}
+    return out
+
+
+# --- the older helpers (float results), kept for the chapters that call them ------------
+
+def _nonneg(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or v < 0:
+        raise ValueError(f"{name} 必须是非负的数，收到 {v!r}")
+    return v
+
+
+def allreduce_bytes_per_rank(nbytes: float, world: int) -> float:
+    """Bytes each rank sends in a ring all-reduce of an ``nbytes`` array: 2 (W-1)/W x nbytes
+    (a reduce-scatter then an all-gather).  Float form of :func:`bytes_sent`."""
+    return float(bytes_sent("all_reduce", _nonneg("nbytes", nbytes), int_arg("world", world)))
+
+
+def allgather_bytes_per_rank(nbytes: float, world: int) -> float:
+    """Bytes each rank sends in a ring all-gather (or reduce-scatter) of a full
+    ``nbytes`` array: (W-1)/W x nbytes."""
+    return float(bytes_sent("all_gather", _nonneg("nbytes", nbytes), int_arg("world", world)))
+
+
+def alltoall_bytes_per_rank(local_bytes: float, world: int) -> float:
+    """Bytes each rank sends in an all-to-all when it holds ``local_bytes`` spread
+    evenly over all destinations: (W-1)/W x local_bytes (its own share stays)."""
+    return float(bytes_sent("all_to_all", _nonneg("local_bytes", local_bytes),
+                            int_arg("world", world)))
+
+
+def tp_allreduce_bytes_per_layer(
+    tokens: int, hidden: int, tp: int, *, act_bytes: float = 2, training: bool = False
+) -> float:
+    """Bytes each rank sends per transformer layer for Megatron tensor parallelism.
+
+    ``tokens`` = tokens processed by the TP group (every rank sees all of them).
+    Forward: 2 all-reduces of the [tokens, hidden] activation (after attention
+    and after the MLP); training adds 2 more in backward.
+    """
+    n = 4 if training else 2
+    v = int_arg("tokens", tokens) * int_arg("hidden", hidden) * act_bytes
+    return n * allreduce_bytes_per_rank(v, tp)
+
+
+def moe_alltoall_bytes_per_layer(
+    tokens: int, hidden: int, ep: int, experts_per_token: int, *, act_bytes: float = 2,
+    training: bool = False
+) -> float:
+    """Bytes each rank sends per MoE layer for expert parallelism over ``ep`` ranks.
+
+    ``tokens`` = tokens processed by the whole EP group, ``tokens/ep`` per rank.
+    Dispatch sends each local token's hidden vector to its k experts (uniform
+    routing: a fraction (ep-1)/ep leaves the rank); combine sends the k results
+    back.  Forward: 2 all-to-alls; training adds 2 more in backward.
+    """
+    tokens, ep = int_arg("tokens", tokens), int_arg("ep", ep)
+    k = int_arg("experts_per_token", experts_per_token)
+    n = 4 if training else 2
+    local = tokens / ep * k * int_arg("hidden", hidden) * act_bytes
+    return n * alltoall_bytes_per_rank(local, ep)
+
+
+@dataclass(frozen=True)
+class RingComm:
+    """Per-layer communication in units of V/W (see :func:`ring_comm_units`)."""
+
+    tp: Fraction
+    moe: Fraction
+
+    @property
+    def ratio(self) -> Fraction:
+        """TP all-reduce volume over MoE all-to-all volume."""
+        return self.tp / self.moe
+
+
+def ring_comm_units(
+    experts_per_token: int = 1, *, tp_training: bool = True, moe_training: bool = True
+) -> RingComm:
+    """Per-layer communication cost of Megatron TP and of MoE expert parallelism, in the
+    source document's ring model (JAX scaling book).
+
+    V = bytes of one [tokens, D] activation, W the (bidirectional) link bandwidth.  TP: 2
+    all-reduces of V forward, 2 more backward (``tp_training``), each 2V/W.  MoE: a dispatch
+    and a combine all-to-all forward, 2 more backward (``moe_training``); each moves every
+    token to its k experts, i.e. an array of k·V, costing k·V/(4W) on a bidirectional ring
+    (:func:`link_load`, ``topology="ring"``).  The source document uses
+    ``tp_training=True``, ``moe_training=False`` and k = 1, which gives 16.
+    """
+    k = int_arg("experts_per_token", experts_per_token)
+    for name, v in (("tp_training", tp_training), ("moe_training", moe_training)):
+        if not isinstance(v, bool):
+            raise TypeError(f"{name} must be a bool, got {v!r}")
+    tp = (4 if tp_training else 2) * Fraction(2)
+    moe = (4 if moe_training else 2) * Fraction(k, 4)
+    return RingComm(tp, moe)

@@ -1,0 +1,400 @@
+"""``tmath plan``: one training layout on many GPUs, per GPU — memory, bytes sent, bubble,
+step time and a feasibility verdict.
+
+:func:`build_plan` returns a JSON-serialisable dict; :func:`render_text` lays it out in
+Chinese; :func:`add_plan_parser` and :func:`run_plan` are the command line
+(``python -m tmath plan (CONFIG | --preset NAME) --dp N --tp N --pp N --ep N --cp N
+--zero {0,1,2,3} --micro-batch b --global-batch G --seq-len T [--gpu NAME]
+[--recompute {none,selective,full}] [--json]``).
+
+Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
+
+1. Ring algorithms; **bytes sent per GPU per optimizer step** (:mod:`tmath.comm`).
+2. **Transformer layers only**: the embedding's and the LM head's collectives are left out.
+3. **A GPU in a middle pipeline stage** (stage 1 when pp ≥ 3, else stage 0); the memory
+   verdict checks every stage.
+4. bf16 activations and gradients; weights, gradients and optimizer states per parameter
+   from the training recipe (mixed-precision Adam: 2 + 2 + 12 bytes).
+5. Pipeline sends split over the TP group: ``b·T·D/(cp·tp)`` per micro-batch each way; 1F1B,
+   bubble ``(pp−1)/(n_mb+pp−1)`` with ``n_mb = G/(dp·b)`` micro-batches.
+6. Uniform routing for MoE, counting the k copies of each token; EP groups are carved out of
+   the DP ranks (ep divides dp).
+7. ZeRO-1 and 2 move the bytes of an all-reduce (ZeRO-2 once per micro-batch for the
+   gradients); ZeRO-3 1.5× that per micro-batch.
+8. Activations: :func:`tmath.memory.activation_bytes` (Llama or GPT block, FlashAttention,
+   sequence parallelism when tp > 1), for the micro-batches the stage holds in flight under
+   1F1B; full recomputation adds one layer's activations being recomputed.
+9. Step time: the FLOPs of the global batch (plus recomputation) spread evenly over the
+   GPUs at the GPU's dense 16-bit peak, stretched by the bubble, plus every collective in
+   the α–β model on the link its axis rides (no overlap: an upper bound; ``step_time_overlap_s``
+   hides all communication: a lower bound).
+10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
+    (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["CONVENTIONS_ZH", "build_plan", "render_text", "add_plan_parser", "run_plan"]
+
+#: The conventions, as the text output and ``--help`` state them.
+CONVENTIONS_ZH: tuple[str, ...] = (
+    "环形算法；数的是每个优化器步里每张卡发出的字节。",
+    "只算 Transformer 层：词嵌入和 LM head 的集合通信不计。",
+    "描述的是流水线中间的一段（pp ≥ 3 时为第 1 段，否则第 0 段）；显存可行性检查每一段。",
+    "激活与梯度用 bf16；权重、梯度、优化器状态每参数的字节数取自训练配方（混合精度 Adam：2 + 2 + 12）。",
+    "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；1F1B 调度，"
+    "气泡 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
+    "MoE 按均匀路由计，每个 token 发往 k 个专家（k 份）；专家并行组从数据并行的副本里划出（ep 整除 dp）。",
+    "ZeRO-1、2 发送的字节与一次 all-reduce 相同（ZeRO-2 每个微批次 reduce-scatter 一次梯度）；"
+    "ZeRO-3 每个微批次是它的 1.5 倍。",
+    "激活按 tmath.memory.activation_bytes（FlashAttention，tp > 1 时开序列并行），乘以 1F1B 下该段同时在途的"
+    "微批次数；整层重计算再加上正在重算的一层。",
+    "步时：全局批的 FLOPs（含重计算）平均分到每张卡、按该卡的稠密 16 位峰值算，再按气泡拉长，加上每个集合通信"
+    "在其轴所走链路上的 α–β 时间（不与计算重叠：上界）。",
+    "可行性：每张卡的显存与数据手册容量比较，另留 5 GB 工作区。",
+)
+
+
+def _int(x: Any) -> int:
+    return int(x) if not isinstance(x, Fraction) else -(-x.numerator // x.denominator)
+
+
+def _stage_memory(lay: Any, act: dict[str, Any]) -> dict[str, int]:
+    """Memory of one stage: states from the layout, activations from tmath.memory."""
+    per_mb = lay.dense_layers * act["dense"] + lay.moe_layers * act["moe"]
+    acts = per_mb * lay.in_flight
+    if lay.recompute == "full":
+        acts += act["recomputed_layer"]
+    st = lay.state_bytes
+    return {"weights": st["weights"], "grads": st["grads"], "optimizer": st["optimizer"],
+            "activations": _int(Fraction(acts))}
+
+
+def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
+    """Activation bytes of one dense and one MoE layer for one micro-batch on one GPU."""
+    from tmath.memory import activation_bytes
+
+    kw = dict(tp=lay.tp, sequence_parallel=lay.sequence_parallel, attention="flash")
+    seq, b = lay.seq_len // lay.cp, lay.micro_batch
+    a = activation_bytes(cfg, seq, b, recompute=lay.recompute, **kw)
+    full = activation_bytes(cfg, seq, b, recompute="none", **kw)
+    n_moe = cfg.num_moe_layers if cfg.is_moe else 0
+    n_dense = cfg.num_layers - n_moe
+
+    def split(x: Any) -> tuple[float, float]:
+        moe = x.per_layer if n_moe else 0.0
+        dense = (x.total - n_moe * moe) / n_dense if n_dense else 0.0
+        return dense, moe
+
+    dense, moe = split(a)
+    fd, fm = split(full)
+    return {"dense": dense, "moe": moe, "recomputed_layer": max(fd, fm), "checked": a.checked,
+            "block": a.block}
+
+
+def build_plan(
+    cfg: Any,
+    *,
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    cp: int = 1,
+    zero: int = 0,
+    micro_batch: int = 1,
+    global_batch: int | None = None,
+    seq_len: int = 2048,
+    gpu: str = "H100",
+    recompute: str = "none",
+    sequence_parallel: bool | None = None,
+    stage: int | None = None,
+    pp_edge_layers: int | None = None,
+    recipe: str = "mixed-adam",
+    workspace_bytes: float | None = None,
+    hbm_bytes: float | None = None,
+) -> dict[str, Any]:
+    """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
+
+    Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
+    layout that cannot exist.  See the module docstring for the conventions.
+    """
+    import tmath
+    from tmath import comm
+    from tmath.hardware import hardware, link, node
+    from tmath.layout import AXES, LayoutError, build_layout
+    from tmath.memory import checkpoint_flops, training_bytes_per_param
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU
+
+    try:
+        hw = hardware(gpu)
+        nd = node(hw)
+    except ValueError as e:
+        raise LayoutError(str(e), "gpu") from None
+    try:
+        rb = training_bytes_per_param(recipe)
+    except ValueError as e:
+        raise LayoutError(str(e), "recipe") from None
+    lay = build_layout(
+        cfg, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
+        global_batch=global_batch, seq_len=seq_len, recompute=recompute,
+        sequence_parallel=sequence_parallel, stage=stage, pp_edge_layers=pp_edge_layers,
+        act_bytes=2, param_bytes=rb.weights, grad_bytes=rb.grads, optimizer_bytes=rb.optimizer,
+        gpus_per_node=nd.size, intra_link=nd.intra, inter_link=nd.inter)
+    cap = hw.hbm_bytes if hbm_bytes is None else float(hbm_bytes)
+    work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else float(workspace_bytes)
+
+    act = _activation_per_layer(cfg, lay)
+    stages = []
+    for s in range(lay.pp):
+        mem = _stage_memory(lay.at_stage(s), act)
+        total = sum(mem.values())
+        stages.append({"stage": s, **mem, "total": total,
+                       "fits": bool(total + work <= cap)})
+    mem = _stage_memory(lay, act)
+    worst = max(stages, key=lambda r: r["total"])
+
+    # communication: bytes and seconds on the links each axis rides
+    colls = lay.collectives()
+    comm_s = dict.fromkeys(AXES, 0.0)
+    coll_rows = []
+    for c in colls:
+        lk = link(c.link)
+        t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
+                                 alpha=lk.alpha, topology=lk.topology)
+        comm_s[c.axis] += c.count * t
+        coll_rows.append({**c.as_dict(), "seconds_each": t, "seconds": c.count * t})
+    comm_total = sum(comm_s.values())
+
+    # compute
+    fl = checkpoint_flops(cfg, lay.seq_len, lay.global_batch, strategy=recompute, causal=True)
+    model_flops, hw_flops = fl.base, fl.total
+    compute_s = hw_flops / (lay.world_size * hw.dense_flops)
+    bubble = float(lay.bubble_fraction)
+    pipeline_s = compute_s / (1 - bubble)
+    step_s = pipeline_s + comm_total
+    overlap_s = max(pipeline_s, comm_total)
+    feasible = all(r["fits"] for r in stages)
+    p = lay.params_per_gpu
+    plan = {
+        "model": {"name": cfg.name, "model_type": cfg.model_type, "num_layers": cfg.num_layers,
+                  "num_heads": cfg.num_heads, "num_kv_heads": cfg.num_kv_heads,
+                  "hidden_size": cfg.hidden_size, "n_routed_experts": cfg.n_routed_experts,
+                  "params": tmath.count_params(cfg).total},
+        "settings": {"dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "cp": lay.cp,
+                     "zero": lay.zero, "micro_batch": lay.micro_batch,
+                     "global_batch": lay.global_batch, "seq_len": lay.seq_len,
+                     "recompute": lay.recompute, "sequence_parallel": lay.sequence_parallel,
+                     "gpu": hw.name, "recipe": recipe, "stage_layers": list(lay.stage_layers),
+                     "gpus_per_node": lay.gpus_per_node},
+        "world_size": lay.world_size,
+        "micro_batches": lay.micro_batches,
+        "bubble_fraction": bubble,
+        "stage": {"index": lay.stage, "layers": [lay.layers.start, lay.layers.stop],
+                  "dense_layers": lay.dense_layers, "moe_layers": lay.moe_layers,
+                  "in_flight_micro_batches": lay.in_flight,
+                  "holds_embedding": bool(p["embedding"]), "holds_lm_head": bool(p["lm_head"])},
+        "per_gpu": {"heads": lay.heads_per_gpu, "kv_heads": lay.kv_heads_per_gpu,
+                    "kv_replicas": lay.tp_split.kv_replicas, "experts": lay.experts_per_gpu,
+                    "tokens_per_micro_batch": lay.tokens_per_gpu, "params": p},
+        "memory_bytes_per_gpu": mem,
+        "memory_by_stage": stages,
+        "activation_block": act["block"],
+        "activation_checked": act["checked"],
+        "comm_bytes_per_gpu": lay.comm_bytes_per_gpu(),
+        "links": {a: lay.links[a] for a in AXES},
+        "collectives": coll_rows,
+        "comm_time_s": comm_s,
+        "model_flops": model_flops,
+        "hardware_flops": hw_flops,
+        "compute_time_s": compute_s,
+        "pipeline_time_s": pipeline_s,
+        "step_time_s": step_s,
+        "step_time_overlap_s": overlap_s,
+        "mfu": model_flops / (lay.world_size * hw.dense_flops * step_s),
+        "hbm_bytes_per_gpu": cap,
+        "workspace_bytes_per_gpu": work,
+        "worst_stage": worst["stage"],
+        "feasible": feasible,
+        "conventions_zh": list(CONVENTIONS_ZH),
+    }
+    plan["verdict_zh"] = _verdict(plan)
+    return plan
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.2f} GB"
+
+
+def _verdict(plan: dict[str, Any]) -> str:
+    w = plan["memory_by_stage"][plan["worst_stage"]]
+    cap, work = plan["hbm_bytes_per_gpu"], plan["workspace_bytes_per_gpu"]
+    need = w["total"] + work
+    where = f"最紧的是第 {w['stage']} 段" if len(plan["memory_by_stage"]) > 1 else "每张卡"
+    if plan["feasible"]:
+        return (f"可行：{where}需要 {_gb(need)}（含 {_gb(work)} 工作区），"
+                f"{plan['settings']['gpu']} 每卡 {_gb(cap)}，余 {_gb(cap - need)}")
+    return (f"不可行：{where}需要 {_gb(need)}（含 {_gb(work)} 工作区），超过 "
+            f"{plan['settings']['gpu']} 的 {_gb(cap)}")
+
+
+_PHASE_ZH = {"forward": "前向", "backward": "反向", "recompute": "重算", "step": "每步一次"}
+
+
+def _bytes(n: float) -> str:
+    from tmath.fmt import bytes_si
+
+    return bytes_si(n, 2) if n else "0"
+
+
+def render_text(plan: dict[str, Any]) -> str:
+    """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first."""
+    from tmath.comm import KIND_ZH
+    from tmath.layout import AXIS_ZH
+
+    s, st, g = plan["settings"], plan["stage"], plan["per_gpu"]
+    m = plan["memory_bytes_per_gpu"]
+    lines = [f"部署：{plan['verdict_zh']}"]
+    if not plan["feasible"]:
+        lines.append("下面的数字假设这一布局存在，只作对照。")
+    lines += [
+        "",
+        f"模型 {plan['model']['name']}，{s['gpu']} × {plan['world_size']:,}"
+        f"（dp={s['dp']} × tp={s['tp']} × pp={s['pp']} × cp={s['cp']}；ep={s['ep']} 从 dp 中划出），"
+        f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
+        f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
+        "",
+        f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
+        f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",
+        f"  query 头 {g['heads']} 个，KV 头 {g['kv_heads']} 个"
+        + (f"（每个 KV 头复制在 {g['kv_replicas']} 张卡上）" if g["kv_replicas"] > 1 else "")
+        + (f"，路由专家 {g['experts']} 个" if g["experts"] else "")
+        + f"；每个微批次 {g['tokens_per_micro_batch']:,} 个 token",
+        f"  参数 {sum(g['params'].values()):,} 个"
+        + ("（含词嵌入）" if st["holds_embedding"] else "")
+        + ("（含 LM head）" if st["holds_lm_head"] else ""),
+        "",
+        "每卡显存：",
+        f"  权重        {_bytes(m['weights'])}",
+        f"  梯度        {_bytes(m['grads'])}",
+        f"  优化器状态  {_bytes(m['optimizer'])}",
+        f"  激活        {_bytes(m['activations'])}（同时在途 {st['in_flight_micro_batches']} 个微批次）",
+        f"  合计        {_bytes(sum(m.values()))}（另留工作区 {_bytes(plan['workspace_bytes_per_gpu'])}；"
+        f"HBM {_bytes(plan['hbm_bytes_per_gpu'])}）",
+        "",
+        "每个优化器步每卡发出的字节（环形算法）：",
+    ]
+    for a in ("dp", "tp", "pp", "ep", "cp"):
+        b = plan["comm_bytes_per_gpu"][a]
+        t = plan["comm_time_s"][a]
+        where = f"走 {plan['links'][a]}，约 {t * 1e3:,.1f} ms" if b else "（不用）"
+        lines.append(f"  {AXIS_ZH[a]}  {_bytes(b)}  {where}")
+    lines += ["", "其中（每个优化器步）："]
+    for c in plan["collectives"]:
+        lines.append(f"  [{c['axis']}，{_PHASE_ZH[c['phase']]}] {KIND_ZH[c['kind']]} ×{c['count']:,}"
+                     f"（组内 {c['group']} 张卡，数组 {_bytes(c['nbytes'])}，每次发出 "
+                     f"{_bytes(c['bytes_sent'])}，走 {c['link']}）：{c['what_zh']}")
+    lines += [
+        "",
+        "一个优化器步的时间估计：",
+        f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
+        f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
+        f"  通信（α–β，不重叠）         {sum(plan['comm_time_s'].values()):.4g} s",
+        f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
+        f"{plan['step_time_overlap_s']:.4g} s",
+        f"  由此的 MFU                  {plan['mfu']:.1%}",
+        "",
+        "约定：",
+    ]
+    lines += [f"  {i}. {c}" for i, c in enumerate(plan["conventions_zh"], 1)]
+    if not plan["activation_checked"]:
+        lines.append(f"  注：激活按 {plan['activation_block']} 块的逐项公式估算，这一架构未与实测核对。")
+    return "\n".join(lines)
+
+
+_EPILOG = "约定：\n" + "\n".join(f"  {i}. {c}" for i, c in enumerate(CONVENTIONS_ZH, 1)) + (
+    "\n\n例：python -m tmath plan --preset llama3.1-405b --dp 128 --tp 8 --pp 16 --zero 1 "
+    "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7")
+
+
+def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``plan`` on the command line's subparsers (``tmath.cli`` calls this)."""
+    p = subparsers.add_parser(
+        "plan", help="一个训练布局在多卡上的账：每卡显存、各轴通信字节、气泡、步时、可行性",
+        description="一个模型在 dp × tp × pp × cp 张卡上训练时，每张卡的显存、每个优化器步在各并行轴上发出的"
+                    "字节、流水线气泡、步时估计与可行性判断。",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", nargs="?", help="Hugging Face 的 config.json")
+    p.add_argument("--preset", help="预设模型名（见 `tmath presets`）")
+    for flag, what in (("--dp", "数据并行副本数 n_DP"), ("--tp", "张量并行卡数 n_TP"),
+                       ("--pp", "流水线段数 n_PP"), ("--ep", "专家并行卡数 n_EP（须整除 dp）"),
+                       ("--cp", "上下文并行卡数 n_CP（须整除 seq-len）")):
+        p.add_argument(flag, type=int, default=1, help=f"{what}，默认 1")
+    p.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3), help="ZeRO 阶段，默认 0")
+    p.add_argument("--micro-batch", type=int, default=1, help="每个微批次的序列条数 b，默认 1")
+    p.add_argument("--global-batch", type=int, default=None,
+                   help="每个优化器步的序列条数 G（dp×b 的倍数），默认 dp×b")
+    p.add_argument("--seq-len", type=int, default=2048, help="序列长度 T，默认 2048")
+    p.add_argument("--gpu", default="H100", help="GPU 名（H100、H200、TPUv5e），默认 H100")
+    p.add_argument("--recompute", default="none", choices=("none", "selective", "full"),
+                   help="激活重计算，默认 none")
+    p.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
+                   help="序列并行，默认 tp > 1 时开")
+    p.add_argument("--stage", type=int, default=None, help="描述第几段（0 起），默认中间一段")
+    p.add_argument("--pp-edge-layers", type=int, default=None,
+                   help="首末两段各放的层数（其余层平均分给中间各段）")
+    p.add_argument("--recipe", default="mixed-adam", help="训练配方（每参数字节数），默认 mixed-adam")
+    p.add_argument("--json", action="store_true", help="输出 JSON")
+    return p
+
+
+def _field_flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """Run ``tmath plan``: print the plan (text or ``--json``); 2 on bad input."""
+    import tmath
+    from tmath.layout import LayoutError
+
+    def fail(msg: str, field: str) -> int:
+        msg = " ".join(str(msg).split())
+        if getattr(args, "json", False):
+            print(json.dumps({"error": msg, "field": field}, ensure_ascii=False))
+        else:
+            print(f"tmath: 错误：{_field_flag(field) if field != 'config' else 'CONFIG'}：{msg}",
+                  file=sys.stderr)
+        return 2
+
+    if (args.config is None) == (args.preset is None):
+        return fail("给出 CONFIG.json 或 --preset NAME 二者之一", "config")
+    try:
+        cfg = tmath.preset(args.preset) if args.preset else tmath.ModelConfig.from_hf(args.config)
+    except (ValueError, TypeError, OSError) as e:
+        return fail(str(e), "preset" if args.preset else "config")
+    sp = None if args.sequence_parallel is None else args.sequence_parallel == "on"
+    try:
+        plan = build_plan(
+            cfg, dp=args.dp, tp=args.tp, pp=args.pp, ep=args.ep, cp=args.cp, zero=args.zero,
+            micro_batch=args.micro_batch, global_batch=args.global_batch, seq_len=args.seq_len,
+            gpu=args.gpu, recompute=args.recompute, sequence_parallel=sp, stage=args.stage,
+            pp_edge_layers=args.pp_edge_layers, recipe=args.recipe)
+    except LayoutError as e:
+        return fail(str(e), e.field)
+    except (ValueError, TypeError) as e:
+        return fail(str(e), "config")
+    text = json.dumps(plan, indent=2, ensure_ascii=False) if args.json else render_text(plan)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # pragma: no cover - `tmath plan ... | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -1,0 +1,165 @@
+"""tmath.comm: ring volumes, the α–β time model, topologies; and the links of the hardware table."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from tmath import comm, hardware, moe, serving
+from tmath.sources import SOURCES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ring_by_simulation(kind: str, n: int, chunk: int) -> int:
+    """Bytes rank 0 sends when a ring algorithm is played out step by step (chunk = V/n)."""
+    if kind == "reduce_scatter" or kind == "all_gather":
+        return (n - 1) * chunk  # each of the n-1 steps passes one chunk to the right
+    if kind == "all_reduce":
+        return ring_by_simulation("reduce_scatter", n, chunk) + ring_by_simulation(
+            "all_gather", n, chunk)
+    if kind == "all_to_all":
+        return sum(chunk for dst in range(n) if dst != 0)  # straight to each owner
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 64])
+@pytest.mark.parametrize("kind", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"])
+def test_bytes_sent_is_the_ring_played_out(kind, n):
+    chunk = 96
+    assert comm.bytes_sent(kind, n * chunk, n) == ring_by_simulation(kind, n, chunk)
+
+
+def test_the_books_ring_formulas():
+    v = 8_000
+    assert comm.bytes_sent("all_reduce", v, 8) == 2 * 7 * v // 8 == 14_000
+    assert comm.bytes_sent("all_gather", v, 8) == comm.bytes_sent("reduce_scatter", v, 8) == 7_000
+    assert comm.bytes_sent("all_to_all", v, 8) == 7_000
+    assert comm.bytes_sent("send", v, 2) == v
+    assert comm.bytes_sent("all_reduce", v, 1) == 0  # nobody to talk to
+    # exact, not rounded: 10 bytes over 3 GPUs
+    assert comm.bytes_sent("all_gather", 10, 3) == Fraction(20, 3)
+    assert comm.whole_bytes(Fraction(20, 3)) == 7
+    assert [comm.steps(k, 8) for k in comm.KINDS] == [14, 7, 7, 7, 1]
+
+
+def test_ring_derivation_in_sympy_agrees_with_the_numbers():
+    import sympy as sp
+
+    d = comm.ring_derivation()
+    n, v = d["symbols"]["N_gpu"], d["symbols"]["M_arr"]
+    assert sp.simplify(d["all_reduce"]["sent"] - 2 * (n - 1) * v / n) == 0
+    for k in ("all_gather", "reduce_scatter", "all_to_all"):
+        assert sp.simplify(d[k]["sent"] - (n - 1) * v / n) == 0
+    for k in ("all_reduce", "all_gather", "all_to_all"):
+        for nn in (2, 3, 8):
+            assert d[k]["sent"].subs({n: nn, v: 4800}) == comm.bytes_sent(k, 4800, nn)
+    ring = d["all_to_all_ring"]
+    assert sp.simplify(ring["hops_per_source"] - n**2 / 4) == 0
+    assert sp.simplify(ring["load_per_link"] - v * n / 8) == 0
+    for nn in (2, 4, 8, 16):
+        assert ring["load_per_link"].subs({n: nn, v: 6400}) == comm.link_load(
+            "all_to_all", 6400, nn, "ring")
+
+
+def test_alltoall_on_a_ring_is_the_sources_v_over_4w():
+    """A bidirectional ring of n GPUs, each holding V: the busiest link carries V·n/8, i.e.
+    V_g/8 of the global array V_g = n·V.  With the JAX book's W (both directions, 2W) that is
+    V_g/(4·W_bidir): the source's V/(4W).  On a switch the same all-to-all costs
+    (n−1)/n·V/W per GPU, so the ring is n²/(8(n−1)) times slower (8/7 on 8 GPUs, and
+    growing with n)."""
+    for n in (4, 8, 16, 64):
+        v_local = 1_000 * n
+        v_global = n * v_local
+        load = comm.link_load("all_to_all", v_local, n, "ring")
+        assert load == Fraction(v_global, 8)
+        w_dir = 100.0
+        t_ring = comm.collective_time("all_to_all", v_local, n, bandwidth=w_dir,
+                                      topology="ring")
+        assert t_ring == pytest.approx(v_global / (4 * (2 * w_dir)))
+        t_switch = comm.collective_time("all_to_all", v_local, n, bandwidth=w_dir)
+        assert t_switch == pytest.approx((n - 1) / n * v_local / w_dir)
+        assert t_ring / t_switch == pytest.approx(n * n / (8 * (n - 1)))
+    # ring all-reduce / all-gather: half of the bytes go each way round
+    assert comm.link_load("all_gather", 800, 4, "ring") == 300
+
+
+def test_alpha_beta_time():
+    t = comm.collective_time("all_reduce", 8e6, 8, bandwidth=1e9, alpha=1e-6)
+    assert t == pytest.approx(14 * 1e-6 + 2 * 7 / 8 * 8e6 / 1e9)  # 14 steps, 14 MB
+    assert comm.collective_time("all_reduce", 1e9, 1, bandwidth=1e9, alpha=1.0) == 0
+    # a small message is latency-bound, a large one bandwidth-bound
+    small = comm.collective_time("all_reduce", 1e3, 8, bandwidth=450e9, alpha=0.6e-6)
+    assert 14 * 0.6e-6 / small > 0.99
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: comm.bytes_sent("broadcast", 1, 2), ValueError, "kind"),
+    (lambda: comm.bytes_sent("all_reduce", -1, 2), ValueError, "nbytes"),
+    (lambda: comm.bytes_sent("all_reduce", "8", 2), TypeError, "nbytes"),
+    (lambda: comm.bytes_sent("all_reduce", 8, 0), ValueError, "n"),
+    (lambda: comm.link_load("all_reduce", 8, 2, "mesh"), ValueError, "topology"),
+    (lambda: comm.collective_time("send", 8, 2, bandwidth=0), ValueError, "bandwidth"),
+])
+def test_bad_input_names_the_field(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_old_names_are_the_one_implementation():
+    assert serving.allreduce_bytes_per_rank is comm.allreduce_bytes_per_rank
+    assert serving.moe_alltoall_bytes_per_layer is comm.moe_alltoall_bytes_per_layer
+    assert moe.ring_comm_units is comm.ring_comm_units and moe.RingComm is comm.RingComm
+    assert serving.allreduce_bytes_per_rank(8e9, 8) == pytest.approx(14e9)
+    assert moe.ring_comm_units(1, moe_training=False).ratio == 16
+
+
+def test_no_module_imports_back_up():
+    """serving never imports moe, and layout imports none of memory, kvcache, serving, moe."""
+    for path, banned in ((ROOT / "lib/tmath/serving.py", ("tmath.moe",)),
+                         (ROOT / "lib/tmath/layout.py", ("tmath.memory", "tmath.kvcache",
+                                                         "tmath.serving", "tmath.moe")),
+                         (ROOT / "lib/tmath/comm.py", ("tmath.layout", "tmath.serving"))):
+        text = path.read_text(encoding="utf-8")
+        for b in banned:
+            assert not re.search(rf"(from|import) {re.escape(b)}\b", text), (path.name, b)
+
+
+# --- the links of the hardware table ------------------------------------------------------
+
+def test_links_are_per_direction_and_cited():
+    links = hardware.LINKS
+    assert set(links) == {"NVLink4", "NVLink5", "PCIe5x16", "IB-NDR", "ICI-v5e"}
+    assert links["NVLink4"].bandwidth == 450e9 and links["NVLink4"].bidirectional == 900e9
+    assert links["NVLink5"].bandwidth == 900e9
+    assert links["PCIe5x16"].bandwidth == 64e9
+    assert links["IB-NDR"].bandwidth == 400e9 / 8  # 400 Gb/s a port
+    assert links["ICI-v5e"].bandwidth * 2 * 4 == 400e9  # 4 ports, 400 GB/s both ways per chip
+    for lk in links.values():
+        assert lk.bidirectional == 2 * lk.bandwidth
+        assert lk.topology in comm.TOPOLOGIES
+        assert lk.source in SOURCES
+        assert lk.alpha > 0
+        assert (lk.alpha_source in SOURCES) if lk.alpha_cited else "assum" in lk.note
+    assert hardware.link("nvlink4") is links["NVLink4"]
+    with pytest.raises(ValueError, match="NVLink4"):
+        hardware.link("nvlink9")
+    assert hardware.node("H100").intra == "NVLink4" and hardware.node("h100").size == 8
+    with pytest.raises(ValueError, match="V100"):
+        hardware.node("V100")
+
+
+def bib_keys() -> set[str]:
+    text = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    return set(re.findall(r"^@\w+\{([^,\s]+),", text, flags=re.M))
+
+
+def test_sources_and_the_bibliography_hold_the_same_keys():
+    assert set(SOURCES) == bib_keys()
+    cited = {h.source for h in hardware.HARDWARE.values()}
+    cited |= {lk.source for lk in hardware.LINKS.values()}
+    cited |= {lk.alpha_source for lk in hardware.LINKS.values() if lk.alpha_source}
+    assert cited <= set(SOURCES)

@@ -1,0 +1,214 @@
+"""Every volume Part V teaches, against a real gloo run: bytes sent per GPU, exactly.
+
+One process group of 4 CPU processes runs every scenario (tmath.dist); each collective that
+ran is priced by the ring convention (tmath.dist.sent_bytes) and compared, as an integer,
+with tmath.comm and the collectives tmath.layout lists for the same shapes.  Where a real
+run differs from the formula on purpose (DTensor on unfused projections, the token counts a
+MoE dispatcher exchanges first, a learned router), the test states by how much and why.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from tmath import comm, dist
+from tmath.layout import build_layout
+
+WORLD = 4
+TP = dict(d=32, heads=8, kv_heads=4, ffn=64, batch=2, seq=8)
+SCENARIOS = [
+    ("collectives", {"numel": 240}),
+    ("tp_block", {**TP, "sp": False}),
+    ("tp_block", {**TP, "sp": True}),
+    ("tp_block", {**TP, "sp": False, "fused": False}),
+    ("fsdp", {**TP, "layers": 2, "micro_batches": 2}),
+    ("pipeline", {**TP, "micro_batches": 3}),
+    ("moe", {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "uniform"}),
+    ("moe", {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "learned"}),
+    ("ring_attention", {"batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 8, "seq": 32,
+                        "causal": True}),
+]
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """All scenarios in one process group (the cost is starting it: keep to one)."""
+    res = dist.run(SCENARIOS, world=WORLD, timeout=120)
+    assert res["world"] == WORLD
+    return res["scenarios"]
+
+
+def layout_bytes(lay, axis: str, phase: str) -> int | Fraction:
+    """Bytes the layout says one GPU sends on ``axis`` in ``phase`` per step."""
+    return sum((c.total_bytes_sent for c in lay.collectives()
+                if c.axis == axis and c.phase == phase), 0)
+
+
+def test_every_collective_matches_the_ring_formula(runs):
+    sc = runs[0]
+    n, v = WORLD, 240 * 4  # fp32
+    want = {"all_reduce": comm.bytes_sent("all_reduce", v, n),        # 2(n-1)/n V = 1440
+            "all_gather": comm.bytes_sent("all_gather", v, n),        # (n-1)/n V = 720
+            "reduce_scatter": comm.bytes_sent("reduce_scatter", v, n),
+            "all_to_all": comm.bytes_sent("all_to_all", v, n),
+            "send_recv": comm.bytes_sent("send", v, n)}
+    assert want == {"all_reduce": 1440, "all_gather": 720, "reduce_scatter": 720,
+                    "all_to_all": 720, "send_recv": 960}
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert got == want, rank
+        assert all(sc["ranks"][rank]["ok"].values()), sc["ranks"][rank]["ok"]
+    # CommDebugMode-style counts agree with the records; point-to-point is recorded too
+    assert sc["ranks"][0]["comm_counts"]["c10d.allreduce_"] == 1
+
+
+def tiny_tp_layout(sp: bool):
+    cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")})
+    return build_layout(cfg, tp=WORLD, seq_len=TP["seq"], micro_batch=TP["batch"],
+                        sequence_parallel=sp, act_bytes=4, grad_bytes=4, param_bytes=4)
+
+
+@pytest.mark.parametrize("index, sp", [(1, False), (2, True)])
+def test_dtensor_tp_block_matches_megatron_volumes(runs, index, sp):
+    sc, lay = runs[index], tiny_tp_layout(sp)
+    assert sc["params"]["sp"] is sp
+    want = {p: layout_bytes(lay, "tp", p) for p in ("forward", "backward", "step")}
+    # without SP: 2 all-reduces of b*T*D*4 = 2048 bytes each way; with SP: 2 all-gathers +
+    # 2 reduce-scatters each way (the same bytes) and the norms' gradients once per step
+    v = TP["batch"] * TP["seq"] * TP["d"] * 4
+    assert want["forward"] == 2 * comm.bytes_sent("all_reduce", v, WORLD)
+    assert want["step"] == (comm.bytes_sent("all_reduce", 2 * TP["d"] * 4, WORLD) if sp else 0)
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert {p: got.get(p, 0) for p in want} == want, rank
+        r = sc["ranks"][rank]
+        assert r["local_params"] == lay.params_per_gpu["layers"]  # weights held per GPU
+        assert r["max_err_output"] < 1e-5 and r["max_err_input_grad"] < 1e-5
+    counts = sc["ranks"][0]["comm_counts"]  # CommDebugMode's own count
+    if sp:
+        assert counts == {"c10d_functional.all_gather_into_tensor": 4,
+                          "c10d_functional.reduce_scatter_tensor": 4,
+                          "c10d_functional.all_reduce": 2}
+    else:
+        assert counts == {"c10d_functional.all_reduce": 4}
+
+
+def test_unfused_projections_reduce_each_input_gradient_separately(runs):
+    """DTensor on separate wq, wk, wv (and w1, w3) all-reduces the gradient of the block
+    input once per column-parallel matrix: 3 + 2 = 5 backward all-reduces, not Megatron's 2
+    (which fuses QKV and gate/up into one matrix each).  Forward is unchanged."""
+    sc, lay = runs[3], tiny_tp_layout(False)
+    assert sc["params"]["fused"] is False
+    per_ar = comm.bytes_sent("all_reduce", TP["batch"] * TP["seq"] * TP["d"] * 4, WORLD)
+    for got in dist.bytes_by_phase(sc):
+        assert got["forward"] == layout_bytes(lay, "tp", "forward")
+        assert got["backward"] == Fraction(5, 2) * layout_bytes(lay, "tp", "backward")
+        assert got["backward"] == 5 * per_ar
+    assert sc["ranks"][0]["comm_counts"] == {"c10d_functional.all_reduce": 7}
+
+
+def test_fsdp2_is_zero3_of_one_pipeline_stage(runs):
+    """FSDP2 (fully_shard per block) runs ZeRO-3's traffic: per micro-batch an all-gather
+    before forward and again before backward, and a reduce-scatter of the gradients.  The
+    run has no embedding, so it is compared with the DP axis of a middle pipeline stage
+    holding the same 2 blocks (tmath.layout counts one flat buffer; FSDP2 one per block:
+    the same bytes, twice the count)."""
+    sc = runs[4]
+    m, layers = sc["params"]["micro_batches"], sc["params"]["layers"]
+    cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")},
+                           layers=3 * layers)
+    lay = build_layout(cfg, dp=WORLD, pp=3, zero=3, seq_len=TP["seq"], micro_batch=TP["batch"],
+                       global_batch=WORLD * TP["batch"] * m, act_bytes=4, param_bytes=4,
+                       grad_bytes=4)
+    assert lay.stage == 1 and lay.params_per_gpu["embedding"] == 0 == lay.params_per_gpu["lm_head"]
+    want = {p: layout_bytes(lay, "dp", p) for p in ("forward", "backward")}
+    assert want["backward"] == 2 * want["forward"]  # all-gather again + reduce-scatter
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert got == want, rank
+        r = sc["ranks"][rank]
+        assert r["local_params"] * WORLD == lay.dense_params  # a quarter of the weights each
+        assert r["max_err_grad"] < 1e-4
+    counts = sc["ranks"][0]["comm_counts"]
+    assert counts == {"c10d._allgather_base_": 2 * m * layers,
+                      "c10d._reduce_scatter_base_": m * layers}
+
+
+def test_1f1b_pipeline_sends_one_activation_each_way_per_micro_batch(runs):
+    sc = runs[5]
+    m = sc["params"]["micro_batches"]
+    cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")}, layers=WORLD)
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        lay = build_layout(cfg, pp=WORLD, stage=rank, seq_len=TP["seq"], micro_batch=TP["batch"],
+                           global_batch=TP["batch"] * m, act_bytes=4)
+        want = {p: layout_bytes(lay, "pp", p) for p in ("forward", "backward")}
+        assert {p: got.get(p, 0) for p in want} == want, rank
+        assert sc["ranks"][rank]["max_err_grad"] < 1e-5
+    # first stage only sends forward, last only backward, the middle ones both
+    sent = [sum(g.values()) for g in dist.bytes_by_phase(sc)]
+    msg = TP["batch"] * TP["seq"] * TP["d"] * 4
+    assert sent == [m * msg, 2 * m * msg, 2 * m * msg, m * msg]
+
+
+def moe_layout(k: int = 2, tokens: int = 16):
+    cfg = dist.tiny_config(d=16, heads=4, kv_heads=4, ffn=32, experts=8, k=k)
+    return build_layout(cfg, dp=WORLD, ep=WORLD, seq_len=tokens, micro_batch=1, act_bytes=4)
+
+
+def test_moe_dispatch_and_combine_send_k_copies(runs):
+    """Uniform routing: each rank sends (n-1)/n of its k*t*D tokens-copies in the dispatch and
+    as much back in the combine, forward and backward.  Before the dispatch the ranks
+    exchange how many rows each expert will get (E int64 counts): 48 bytes here, which the
+    formula leaves out."""
+    sc, lay = runs[6], moe_layout()
+    want = {p: layout_bytes(lay, "ep", p) for p in ("forward", "backward")}
+    assert want["forward"] == 2 * comm.bytes_sent("all_to_all", 16 * 2 * 16 * 4, WORLD)
+    counts = comm.bytes_sent("all_to_all", 8 * 8, WORLD)  # E = 8 int64 counts
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert got == {**want, "counts": counts}, rank
+        r = sc["ranks"][rank]
+        assert r["in_splits"] == [8] * WORLD and r["max_err_output"] < 1e-6
+
+
+def test_a_learned_router_moves_what_it_routes(runs):
+    """A random router is not uniform: per rank the bytes differ from the formula, but every
+    copy that leaves a rank is one the router sent there, and the combine returns exactly
+    what the dispatch delivered."""
+    sc, lay = runs[7], moe_layout()
+    row = 16 * 4
+    uniform = layout_bytes(lay, "ep", "forward")
+    per_rank = [g["forward"] for g in dist.bytes_by_phase(sc)]
+    for rank, r in enumerate(sc["ranks"]):
+        ins, outs = r["in_splits"], r["out_splits"]
+        assert sum(ins) == 16 * 2  # k copies of each token
+        dispatch = (sum(ins) - ins[rank]) * row
+        combine = (sum(outs) - outs[rank]) * row
+        assert per_rank[rank] == dispatch + combine
+        assert r["max_err_output"] < 1e-5
+    # all together the ranks send the same as they receive, and differ from uniform
+    assert sum(per_rank) == sum((sum(r["out_splits"]) - r["out_splits"][i]) * row * 2
+                                for i, r in enumerate(sc["ranks"]))
+    assert per_rank != [uniform] * WORLD
+
+
+def test_ring_attention_passes_kv_chunks_and_is_exact(runs):
+    sc = runs[8]
+    p = sc["params"]
+    cfg = dist.tiny_config(d=p["heads"] * p["head_dim"], heads=p["heads"],
+                           kv_heads=p["kv_heads"], ffn=64)
+    lay = build_layout(cfg, cp=WORLD, seq_len=p["seq"], micro_batch=p["batch"], act_bytes=4)
+    chunk = 2 * p["batch"] * (p["seq"] // WORLD) * p["kv_heads"] * p["head_dim"] * 4
+    assert lay.kv_chunk_nbytes == chunk
+    want = layout_bytes(lay, "cp", "forward")
+    assert want == (WORLD - 1) * chunk
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert got == {"forward": want}, rank
+        assert sc["ranks"][rank]["max_err_output"] < 1e-5  # = full (causal) attention
+
+
+def test_sent_bytes_refuses_what_it_cannot_price():
+    with pytest.raises(ValueError, match="scatter"):
+        dist.sent_bytes({"kind": "scatter", "nbytes": 8, "group": 2})
+    with pytest.raises(ValueError, match="未知的场景"):
+        dist.run(["nope"])
+    with pytest.raises(ValueError, match="没有参数"):
+        dist.run([("moe", {"colour": 1})])

@@ -1,0 +1,125 @@
+"""`python -m tmath plan`: text, JSON and refusals; every number from tmath.layout,
+tmath.comm and tmath.memory, recomputed here independently where it can be."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tmath
+from tmath import comm
+from tmath.cli import main
+from tmath.layout import build_layout
+from tmath.memory import activation_bytes
+from tmath.plan import build_plan
+
+L405 = ["--preset", "llama3.1-405b", "--dp", "128", "--tp", "8", "--pp", "16", "--zero", "1",
+        "--micro-batch", "1", "--global-batch", "2048", "--seq-len", "8192",
+        "--pp-edge-layers", "7"]
+
+
+def plan_json(capsys, *argv):
+    assert main(["plan", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_has_the_fields_the_issue_names(capsys):
+    p = plan_json(capsys, *L405)
+    assert p["world_size"] == 16_384
+    assert p["bubble_fraction"] == pytest.approx(15 / 31)
+    assert set(p["comm_bytes_per_gpu"]) == {"dp", "tp", "pp", "ep", "cp"}
+    assert all(type(v) is int for v in p["comm_bytes_per_gpu"].values())
+    assert set(p["memory_bytes_per_gpu"]) == {"weights", "grads", "optimizer", "activations"}
+    assert all(type(v) is int for v in p["memory_bytes_per_gpu"].values())
+    assert isinstance(p["step_time_s"], float) and isinstance(p["feasible"], bool)
+    assert p["links"]["tp"] == "NVLink4" and p["links"]["dp"] == "IB-NDR"
+
+
+def test_numbers_are_the_layouts_and_the_memory_modules(capsys):
+    p = plan_json(capsys, *L405)
+    cfg = tmath.preset("llama3.1-405b")
+    lay = build_layout(cfg, dp=128, tp=8, pp=16, zero=1, micro_batch=1, global_batch=2048,
+                       seq_len=8192, pp_edge_layers=7)
+    assert p["comm_bytes_per_gpu"] == lay.comm_bytes_per_gpu()
+    # DP: a reduce-scatter and an all-gather of the stage's 8 layers of bf16 over 128 GPUs
+    params = 8 * (2 * 16384 * 16384 // 8 + 2 * 16384 * 1024 // 8 + 3 * 16384 * 53248 // 8
+                  + 2 * 16384)
+    assert p["comm_bytes_per_gpu"]["dp"] == 2 * comm.bytes_sent("all_gather", 2 * params, 128)
+    # PP: stage 1 sends 16 activations forward and 16 gradients back, split over tp = 8
+    assert p["comm_bytes_per_gpu"]["pp"] == 32 * 8192 * 16384 * 2 // 8
+    mem = p["memory_bytes_per_gpu"]
+    assert mem["weights"] == 2 * params and mem["optimizer"] == -(-params // 128) * 12
+    a = activation_bytes(cfg, 8192, 1, tp=8, sequence_parallel=True, attention="flash")
+    assert mem["activations"] == pytest.approx(15 * 8 * a.total / 126, rel=1e-12)
+    assert p["stage"]["in_flight_micro_batches"] == 15
+    # 15 micro-batches of activations on stage 1, the tightest: the verdict is the sum of its
+    # memory and the 5 GB workspace against 80 GiB (it fits, by a few GB)
+    need = sum(mem.values()) + 5e9
+    assert p["feasible"] is (need <= 80 * 2**30) is True and p["verdict_zh"].startswith("可行")
+    # the step: FLOPs over 16,384 GPUs at 989 TFLOP/s, stretched by the bubble
+    assert p["compute_time_s"] == pytest.approx(p["hardware_flops"] / (16384 * 989e12))
+    assert p["pipeline_time_s"] == pytest.approx(p["compute_time_s"] * 31 / 16)
+    assert p["step_time_s"] == pytest.approx(p["pipeline_time_s"] + sum(p["comm_time_s"].values()))
+
+
+def test_full_recompute_makes_it_fit(capsys):
+    p = plan_json(capsys, *L405, "--recompute", "full")
+    assert p["feasible"] is True
+    assert p["memory_bytes_per_gpu"]["activations"] < 5e9
+    assert p["hardware_flops"] > p["model_flops"]  # one more forward pass
+
+
+def test_text_is_chinese_and_states_the_conventions(capsys):
+    assert main(["plan", *L405]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("部署：可行：最紧的是第 1 段")
+    for words in ("1F1B 气泡 48.4%", "第 1 段（共 16 段", "每卡显存", "流水线并行（PP）",
+                  "环形算法", "只算 Transformer 层", "走 NVLink4", "MFU"):
+        assert words in out, words
+
+
+def test_help_states_the_conventions():
+    r = subprocess.run([sys.executable, "-m", "tmath", "plan", "--help"], capture_output=True,
+                       text=True, check=True)
+    for words in ("环形算法", "每张卡发出的字节", "只算 Transformer 层", "流水线中间的一段",
+                  "bf16", "b·T·D/(cp·tp)", "均匀路由", "ep 整除 dp", "1.5 倍", "--global-batch"):
+        assert words in r.stdout, words
+
+
+@pytest.mark.parametrize("argv, field, words", [
+    (["--preset", "llama3-70b", "--tp", "3"], "tp", "tp=3 不能整除 num_heads=64"),
+    (["--preset", "llama3-70b", "--pp", "3"], "pp", "num_layers=80"),
+    (["--preset", "mixtral-8x7b", "--ep", "3", "--dp", "3"], "ep", "n_routed_experts=8"),
+    (["--preset", "mixtral-8x7b", "--ep", "4", "--dp", "2"], "ep", "ep 必须整除 dp"),
+    (["--preset", "llama3-8b", "--dp", "4", "--global-batch", "6"], "global_batch", "4 的倍数"),
+    (["--preset", "llama3-8b", "--cp", "3"], "cp", "seq_len=2048"),
+    (["--preset", "llama3-8b", "--gpu", "V100"], "gpu", "V100"),
+    (["--preset", "nope"], "preset", "nope"),
+    ([], "config", "--preset"),
+])
+def test_refusals_name_the_field(capsys, argv, field, words):
+    assert main(["plan", *argv, "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert set(err) == {"error", "field"} and err["field"] == field and words in err["error"]
+    assert main(["plan", *argv]) == 2
+    text = capsys.readouterr().err
+    assert text.startswith("tmath: 错误：") and words in text and len(text.strip().splitlines()) == 1
+
+
+def test_moe_plan_with_expert_and_tensor_parallelism():
+    p = build_plan(tmath.preset("mixtral-8x7b"), dp=8, tp=2, ep=8, zero=1, micro_batch=2,
+                   global_batch=64, seq_len=4096, recompute="full")
+    assert p["world_size"] == 16 and p["per_gpu"]["experts"] == 1
+    assert p["comm_bytes_per_gpu"]["ep"] > 0 and p["links"]["ep"] == "IB-NDR"
+    assert p["feasible"] is True
+    json.dumps(p)  # JSON-serialisable as it is
+
+
+def test_import_tmath_stays_light():
+    code = ("import sys, tmath, tmath.plan, tmath.layout, tmath.comm, tmath.dist; "
+            "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
