@@ -169,16 +169,26 @@ def test_every_glued_number_appears_on_its_page(built_site):
     assert not missing, f"glued values not shown as saved: {missing}"
 
 
-@pytest.mark.parametrize("check", sorted(VOICE_CHECKS))
-def test_every_page_speaks_with_one_voice(built_site, check):
-    """Issue 14 on every page: the checks of ``test_voice.py`` (each listed page by page)."""
-    findings = {}
+@pytest.fixture(scope="module")
+def voice_findings(built_site) -> dict[str, dict[str, list[str]]]:
+    """``{check: {page: findings}}`` of every check of ``test_voice.py`` on every page, each
+    page read and parsed once."""
+    findings: dict[str, dict[str, list[str]]] = {check: {} for check in VOICE_CHECKS}
     for page in toc_pages():
         path = built_site / f"{page}.html"
         assert path.is_file(), f"{page}.html missing from the build"
-        found = VOICE_CHECKS[check](path.read_text(encoding="utf-8"))
-        if found:
-            findings[page] = found
+        html = path.read_text(encoding="utf-8")
+        for check, fn in VOICE_CHECKS.items():
+            found = fn(html)
+            if found:
+                findings[check][page] = found
+    return findings
+
+
+@pytest.mark.parametrize("check", sorted(VOICE_CHECKS))
+def test_every_page_speaks_with_one_voice(voice_findings, check):
+    """Issue 14 on every page: the checks of ``test_voice.py`` (each listed page by page)."""
+    findings = voice_findings[check]
     report = "\n".join(
         f"{page}: {len(found)}\n    " + "\n    ".join(found[:20]) for page, found in findings.items()
     )

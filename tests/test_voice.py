@@ -30,6 +30,7 @@ the strictly built site (the ``built_site`` fixture).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -45,7 +46,9 @@ CODE_OR_MATH = (
 )
 
 
+@functools.lru_cache(maxsize=4)
 def _soup(html: str) -> BeautifulSoup:
+    """The parsed page, shared by the checks (none of them changes the tree)."""
     return BeautifulSoup(html, "html.parser")
 
 
@@ -250,7 +253,7 @@ def english_headers(html: str) -> list[str]:
         if not full or CJK.search(full):
             continue
         # math and code inside the cell are symbols by construction
-        clone = _soup(str(th))
+        clone = BeautifulSoup(str(th), "html.parser")  # a copy: the shared tree stays whole
         for el in clone.select(".math, code, mjx-container, script"):
             el.decompose()
         if not _header_is_symbolic(clone.get_text(" ", strip=True)):
