@@ -183,3 +183,25 @@ def test_pages_show_at_most_two_lines_of_glue(path):
     """Bookkeeping stays out of sight (issue 20): glue calls live in hidden cells or in tmath."""
     lines = visible_glue_lines(nbformat.read(path, as_version=4))
     assert len(lines) <= MAX_VISIBLE_GLUE_LINES, f"{len(lines)} visible glue lines: {lines[:4]}"
+
+
+def test_nbval_waits_long_enough_on_a_loaded_machine():
+    """nbval's own 5-second wait for each output of a cell is raised by the root conftest, and
+    the kernel start-up timeout by pytest.ini: a slow machine must not fail a right output."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import pytest\n"
+        "class P:\n"
+        "    def pytest_collection_finish(self, session):\n"
+        "        cells = [i for i in session.items if type(i).__name__ == 'IPyNbCell']\n"
+        "        print('TIMEOUTS', sorted({i.output_timeout for i in cells}), len(cells))\n"
+        "        print('STARTUP', session.config.option.nbval_kernel_startup_timeout)\n"
+        "pytest.main(['--collect-only', '-q', 'book/intro/tour.ipynb'], plugins=[P()])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    timeouts = re.search(r"TIMEOUTS \[(\d+)\] (\d+)", out)
+    assert timeouts and int(timeouts[1]) >= 60 and int(timeouts[2]) > 5, out[-2000:]
+    assert int(re.search(r"STARTUP (\d+)", out)[1]) >= 300
