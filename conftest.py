@@ -60,7 +60,8 @@ def run_visible_code(path: Path) -> None:
 
     nb = nbformat.read(path, as_version=4)
     program = nbformat.v4.new_notebook(cells=visible_program(nb), metadata=nb.metadata)
-    client = NotebookClient(program, timeout=600, kernel_name="python3", allow_errors=False,
+    client = NotebookClient(program, timeout=600, startup_timeout=300, iopub_timeout=60,
+                            kernel_name="python3", allow_errors=False,
                             resources={"metadata": {"path": str(path.parent)}})
     try:
         client.execute()
