@@ -25,6 +25,7 @@ worker as that notebook's nbval cells (``--dist loadfile``), so the two spread t
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -97,6 +98,15 @@ def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix == ".ipynb" and (ROOT / "book") in file_path.parents:
         return VisibleCodeFile.from_parent(parent, path=file_path)
     return None
+
+
+def pytest_configure(config):
+    # One gloo process group per chapter and test session: the nbval run of a Part V chapter
+    # and the run of its visible code (same worker, second kernel) share the result of
+    # tmath.dist.run (see tmath.dist.CACHE_ENV). Each worker gets its own folder.
+    import tempfile
+
+    os.environ.setdefault("TMATH_DIST_CACHE", tempfile.mkdtemp(prefix="tmath-dist-cache-"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -34,8 +34,14 @@ SCENARIOS = [
 
 @pytest.fixture(scope="module")
 def runs():
-    """All scenarios in one process group (the cost is starting it: keep to one)."""
-    res = dist.run(SCENARIOS, world=WORLD, timeout=120)
+    """All scenarios in one process group (the cost is starting it: keep to one), run for
+    real: the session's cache of dist.run (for the chapters) is not used here."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv(dist.CACHE_ENV, raising=False)
+    try:
+        res = dist.run(SCENARIOS, world=WORLD, timeout=120)
+    finally:
+        mp.undo()
     assert res["world"] == WORLD
     return res["scenarios"]
 
@@ -212,3 +218,16 @@ def test_sent_bytes_refuses_what_it_cannot_price():
         dist.run(["nope"])
     with pytest.raises(ValueError, match="没有参数"):
         dist.run([("moe", {"colour": 1})])
+
+
+def test_the_session_cache_returns_a_stored_run_without_starting_a_group(tmp_path, monkeypatch):
+    """With TMATH_DIST_CACHE set, a second run of the same spec reads the first one's result."""
+    import json
+
+    monkeypatch.setenv(dist.CACHE_ENV, str(tmp_path))
+    spec = {"world": 2, "timeout": 5.0, "scenarios": dist._spec(["collectives"])}
+    stored = {"world": 2, "seconds": 0.0, "scenarios": [{"name": "stored"}]}
+    dist._cache_file(spec).write_text(json.dumps(stored), encoding="utf-8")
+    assert dist.run(["collectives"], world=2, timeout=5.0) == stored  # no group: 5 s would not do
+    monkeypatch.delenv(dist.CACHE_ENV)
+    assert dist._cache_file(spec) is None
