@@ -93,12 +93,17 @@ def _parser() -> _Parser:
     led.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("presets", help="list preset names")
     sub.add_parser("hardware", help="list the hardware table")
+    from tmath.grade import add_grade_parser
+
+    add_grade_parser(sub)
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
+        if hasattr(args, "func"):  # sub-commands that live in their own module (tmath grade)
+            return args.func(args)
         if args.cmd == "presets":
             import tmath
 
