@@ -2,6 +2,7 @@
 #   make book          build the website into _build/html (executes notebooks, warnings are errors)
 #   make test          library tests, nbval over every notebook, lint, strict build, browser checks
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
+#   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
@@ -17,7 +18,7 @@ LIB_SOURCES := $(shell find lib/tmath -name '*.py' 2>/dev/null)
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-student pdf test lab clean browser setup-cells
+.PHONY: book book-student student-kit pdf test lab clean browser setup-cells
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
@@ -47,6 +48,11 @@ book: $(STAMP) _build/.lib.stamp
 book-student: $(STAMP)
 	BOOK_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student $(JB_FLAGS)
 	@echo "Student edition: _build/student/_build/html/index.html"
+
+# The course kit a teacher hands out: the student notebooks, a tmath wheel whose answer keys are
+# replaced by salted hashes, the pinned requirements and a Chinese README (scripts/student_kit.py).
+student-kit: $(STAMP)
+	$(BIN)/python scripts/student_kit.py _build/student-kit
 
 pdf: book browser
 	$(BIN)/python scripts/book_pdf.py _build/html _build/pdf/book.pdf
