@@ -291,3 +291,46 @@ def test_student_edition_shows_no_launch_button_even_with_a_repository():
 
     assert set(launch(student=False)) == {"binderhub_url", "colab_url"}
     assert launch(student=True) == {}
+
+
+# --- the preface speaks to the edition it is in -------------------------------------------------------
+
+_ONLY = re.compile(r"^(?P<fence>`{3,})\{only\} (?P<expr>[^\n]+)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                   re.M | re.S)
+
+
+def preface_as_built(student: bool) -> str:
+    """book/index.md as Sphinx renders it for one edition: ``{only}`` blocks kept or dropped by the
+    ``student`` tag (which ``offline_site.setup`` adds under ``BOOK_EDITION=student``)."""
+    text = (ROOT / "book" / "index.md").read_text(encoding="utf-8")
+
+    def keep(m: re.Match) -> str:
+        expr = m.group("expr").strip()
+        assert expr in ("student", "not student"), f"unexpected only-expression {expr!r}"
+        return m.group("body") if (expr == "student") == student else ""
+
+    return _ONLY.sub(keep, text)
+
+
+def test_student_preface_neither_folds_solutions_nor_sends_readers_to_the_repository():
+    student, full = preface_as_built(student=True), preface_as_built(student=False)
+    for stale in ("可折叠", "折叠框", "make book", "make test", "jupyter lab book/", "仓库根目录"):
+        assert stale not in student, f"the student edition's preface says {stale!r}"
+    assert "学生版" in student and "课程包" in student and "my_answer" in student
+    assert "make book" in full and "可折叠的“解答”" in full and "make student-kit" in full
+
+
+def test_offline_site_tags_the_student_build(monkeypatch):
+    from types import SimpleNamespace
+
+    import offline_site
+
+    class App(SimpleNamespace):
+        def __getattr__(self, name):  # every other Sphinx registration call is a no-op here
+            return lambda *args, **kwargs: None
+
+    for edition, tagged in (("student", True), ("", False)):
+        monkeypatch.setenv("BOOK_EDITION", edition)
+        app = App(tags=set())
+        offline_site.setup(app)
+        assert ("student" in app.tags) is tagged
