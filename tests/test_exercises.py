@@ -120,6 +120,8 @@ def test_a_count_must_be_an_integer():
     assert tmath.check(np.int64(1), "ex-llama3-70b-4/heads")
     assert tmath.check(0.1 * 3 * 10 / 3, "ex-llama3-70b-4/heads"), "float noise is still an integer"
     assert not tmath.check(2, "ex-llama3-70b-4/heads") and not tmath.check(1.001, "ex-llama3-70b-4/heads")
+    big = tmath.exercises._KEYS["ex-tour-3/extra"].compute()  # 617,558,016: half a parameter is no count
+    assert tmath.check(big, "ex-tour-3/extra") and not tmath.check(big + 0.5, "ex-tour-3/extra")
     # a count with a slack of one token: exactly |x - key| <= 1
     key = tmath.exercises._KEYS["ex-fails-1"].compute()
     assert all(tmath.check(key + d, "ex-fails-1") for d in (-1, 0, 1))

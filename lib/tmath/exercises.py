@@ -116,7 +116,8 @@ class AnswerKey:
         that its cell index overflows)."""
         if self.count:
             n = round(x)
-            return None if abs(x - n) > 1e-9 * max(1.0, abs(x)) else ("", n)
+            # float noise (0.1 * 3 * 10 / 3) is an integer; 617558016.5 is not
+            return None if abs(x - n) > 1e-12 * max(1.0, abs(x)) else ("", n)
         if self.abs_tol:
             index = x / (self.abs_tol / GRID_STEPS)
             return ("", math.floor(index)) if math.isfinite(index) else None
