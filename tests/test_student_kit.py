@@ -484,7 +484,11 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(tmp_p
     with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
         z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
     (submitted / ".DS_Store").write_bytes(b"\0")
-    proc = _grade(submitted, tmp_path / "grades.csv", "--timeout", "20", "--jobs", "2")
+    release = tmp_path / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
+    release.mkdir(parents=True)
+    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
+    proc = _grade(submitted, tmp_path / "grades.csv", "--timeout", "20", "--jobs", "2",
+                  "--release", str(release.parent))
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig")
     rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
