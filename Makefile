@@ -4,6 +4,7 @@
 #   make notebooks     re-execute every notebook in place (after a change to lib/ or a chapter)
 #   make test          library tests, nbval over every notebook, lint, strict build, browser checks
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
+#   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
@@ -18,7 +19,7 @@ TEST_STAMP := $(VENV)/.requirements-crosscheck.stamp
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: book book-student notebooks pdf test lab clean browser setup-cells
+.PHONY: book book-student notebooks student-kit pdf test lab clean browser setup-cells
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
@@ -50,6 +51,11 @@ notebooks: $(TEST_STAMP)
 book-student: $(STAMP)
 	BOOK_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student $(JB_FLAGS)
 	@echo "Student edition: _build/student/_build/html/index.html"
+
+# The course kit a teacher hands out: the student notebooks, a tmath wheel whose answer keys are
+# replaced by salted hashes, the pinned requirements and a Chinese README (scripts/student_kit.py).
+student-kit: $(STAMP)
+	$(BIN)/python scripts/student_kit.py _build/student-kit
 
 pdf: book browser
 	$(BIN)/python scripts/book_pdf.py _build/html _build/pdf/book.pdf

@@ -2,8 +2,12 @@
 
 import math
 import re
+from decimal import Decimal
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tmath
 from tmath.exercises import labels
@@ -72,9 +76,10 @@ def test_every_check_hint_in_the_book_has_a_key():
 
 def test_verdicts_state_units_in_chinese():
     # an exact count with a measure word, and a percentage with no space before %
-    assert "绝对误差 ≤ 0.5 条序列" in repr(tmath.check(0, "ex-llama3-70b-1"))
+    assert "精确整数（条序列）" in repr(tmath.check(0, "ex-llama3-70b-1"))
     assert "绝对误差 ≤ 0.05%" in repr(tmath.check(0, "ex-tour-1/share"))
-    assert "绝对误差 ≤ 0.5 个参数" in repr(tmath.check(0, "ex-tour-1"))
+    assert "精确整数（个参数）" in repr(tmath.check(0, "ex-tour-1"))
+    assert "整数，绝对误差 ≤ 1 个 token" in repr(tmath.check(0, "ex-fails-1"))
 
 
 def test_every_unit_a_reader_sees_is_chinese_or_a_symbol():
@@ -101,3 +106,216 @@ def test_verdict_words_are_chinese():
     text = repr(result)
     assert text.startswith("ex-tour-1：✗ 还不对（容差：")
     assert not re.search(r"[A-Za-z]{3,}", text.replace("ex-tour-1", ""))
+
+
+# --- counts are integers; tolerances are readable and met by a careful hand calculation -----------
+
+
+def test_a_count_must_be_an_integer():
+    heads = tmath.exercises._KEYS["ex-llama3-70b-4/heads"].compute()
+    assert heads == 1
+    half = tmath.check(0.5, "ex-llama3-70b-4/heads")  # the mistake the exercise targets
+    assert not half and "答案是个数，应为整数" in repr(half)
+    assert tmath.check(1, "ex-llama3-70b-4/heads") and tmath.check(1.0, "ex-llama3-70b-4/heads")
+    assert tmath.check(np.int64(1), "ex-llama3-70b-4/heads")
+    assert tmath.check(0.1 * 3 * 10 / 3, "ex-llama3-70b-4/heads"), "float noise is still an integer"
+    assert not tmath.check(2, "ex-llama3-70b-4/heads") and not tmath.check(1.001, "ex-llama3-70b-4/heads")
+    big = tmath.exercises._KEYS["ex-tour-3/extra"].compute()  # 617,558,016: half a parameter is no count
+    assert tmath.check(big, "ex-tour-3/extra") and not tmath.check(big + 0.5, "ex-tour-3/extra")
+    # a count with a slack of one token: exactly |x - key| <= 1
+    key = tmath.exercises._KEYS["ex-fails-1"].compute()
+    assert all(tmath.check(key + d, "ex-fails-1") for d in (-1, 0, 1))
+    assert not tmath.check(key + 2, "ex-fails-1") and not tmath.check(key + 0.5, "ex-fails-1")
+
+
+def test_every_count_key_is_an_integer():
+    labels()
+    for label, key in tmath.exercises._KEYS.items():
+        if key.count:
+            value = key.compute()
+            assert float(value).is_integer(), f"{label}: count=True but the key is {value!r}"
+
+
+def _printed_tolerance(key) -> Decimal | None:
+    """The number a verdict prints as the tolerance (None for an exact count)."""
+    text = key.tolerance_text()
+    m = re.search(r"≤ ([0-9.]+)(%?)", text)
+    if m is None:
+        return None
+    number = Decimal(m.group(1))
+    return number / 100 if m.group(2) and key.rel_tol else number
+
+
+def test_every_tolerance_prints_readably_with_a_nonzero_digit():
+    """No "0.00%": the printed tolerance is exactly the tolerance the check applies."""
+    labels()
+    for label, key in tmath.exercises._KEYS.items():
+        text = key.tolerance_text()
+        assert "e-" not in text and "e+" not in text, f"{label}: {text}"
+        printed = _printed_tolerance(key)
+        if key.count and not key.abs_tol:
+            assert text.startswith("精确整数"), f"{label}: {text}"
+            continue
+        assert printed is not None and printed > 0 and re.search(r"[1-9]", text), f"{label}: {text}"
+        stated = Decimal(repr(key.rel_tol or key.abs_tol))
+        assert printed == stated, f"{label}: prints {text!r} for a tolerance of {stated}"
+
+
+def test_tolerance_printer_fails_on_the_old_format():
+    """The readability test above can fail: the old formatter printed 1e-6 as "0.00%"."""
+    old = f"相对误差 ≤ {1e-6:.2%}"
+    assert old == "相对误差 ≤ 0.00%" and not re.search(r"[1-9]", old.split("≤")[1])
+
+
+def test_every_key_accepts_a_careful_hand_calculation():
+    """The key written as a careful hand calculation writes it passes: 4 significant digits
+    (HAND_DIGITS), or what the exercise asks (``digits=``, ``decimals=``); counts exactly."""
+    from tmath.exercises import HAND_DIGITS
+
+    assert HAND_DIGITS == 4
+    failing = {}
+    for label in labels():
+        key = tmath.exercises._KEYS[label]
+        hand = key.hand_value(float(key.compute()))
+        if not tmath.check(hand, label):
+            failing[label] = (hand, key.tolerance_text())
+    assert not failing, (
+        "keys whose tolerance a careful hand calculation misses (widen the tolerance, or declare "
+        f"count=True, digits= or decimals= as the exercise asks): {failing}"
+    )
+
+
+def test_the_tour_ratio_still_tells_four_from_the_answer():
+    """ex-tour-4 asks why the ratio is a little under 4: 4 itself must stay wrong."""
+    assert not tmath.check(4, "ex-tour-4") and not tmath.check(4.0, "ex-tour-4")
+    assert tmath.check(3.9998, "ex-tour-4") and tmath.check(3.99982, "ex-tour-4")
+
+
+# --- the grid rule: every value within the tolerance, nothing beyond 1.25 times it -------------------
+
+
+def _key(value: float, **tol):
+    from tmath.exercises import AnswerKey
+
+    return AnswerKey("ex-test", lambda: value, **tol)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.floats(min_value=-1e9, max_value=1e9, allow_nan=False),
+    tol=st.sampled_from([1e-4, 5e-4, 0.005, 0.05, 0.5, 1.0, 2.5]),
+    frac=st.floats(min_value=-3.0, max_value=3.0),
+)
+def test_absolute_grid_accepts_the_tolerance_and_nothing_beyond(key, tol, frac):
+    from tmath.exercises import GRID_STEPS
+
+    x = key + frac * tol
+    ok = _key(key, abs_tol=tol).accepts(x)
+    err = abs(x - key)
+    if err <= tol * (1 - 1e-9):
+        assert ok, (key, tol, x)
+    if err >= tol * (1 + 1 / GRID_STEPS) * (1 + 1e-9):
+        assert not ok, (key, tol, x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.floats(min_value=1e-6, max_value=1e15),
+    sign=st.sampled_from([1, -1]),
+    tol=st.sampled_from([1e-5, 1e-3, 0.005, 0.01]),
+    frac=st.floats(min_value=-3.0, max_value=3.0),
+)
+def test_relative_grid_accepts_isclose_and_nothing_beyond(key, sign, tol, frac):
+    from tmath.exercises import GRID_STEPS
+
+    key *= sign
+    x = key * (1 + frac * tol)
+    ok = _key(key, rel_tol=tol).accepts(x)
+    if math.isclose(x, key, rel_tol=tol * (1 - 1e-9)):
+        assert ok, (key, tol, x)
+    if not math.isclose(x, key, rel_tol=tol * (1 + 1 / GRID_STEPS) * (1 + 1e-9)):
+        assert not ok, (key, tol, x)
+    assert not _key(key, rel_tol=tol).accepts(-x) and not _key(key, rel_tol=tol).accepts(0.0)
+
+
+def _hashed(key):
+    from dataclasses import replace
+
+    salted = replace(key, salt="0123abcd")
+    return replace(salted, compute=None, digest=salted.key_digest())
+
+
+def test_the_hashed_check_agrees_with_the_full_check_on_every_key():
+    """The course kit's check (a salted hash of the key's grid cell) gives the full check's verdict."""
+    from tmath.exercises import GRID_STEPS
+
+    labels()
+    compared = 0
+    for label, key in tmath.exercises._KEYS.items():
+        hashed = _hashed(key)
+        e = float(key.compute())
+        tol = key.abs_tol or 1.0
+        steps = [0, 0.5, -0.5, 1, -1, 2, -2] if key.count else [0]
+        if not key.count:
+            span = key.abs_tol if key.abs_tol else abs(e) * key.rel_tol
+            steps = [f * span for f in (0, 0.3, -0.3, 0.99, -0.99, 1.1, -1.1, 1.2, -1.2, 1.3, -1.3, 3)]
+        for d in steps:
+            assert hashed.accepts(e + d) == key.accepts(e + d), (label, e, d, tol)
+            compared += 1
+        assert hashed.accepts(e) and not hashed.accepts(e + (2 if key.count else 3 * span))
+    assert compared > 1000
+    assert GRID_STEPS == 4
+
+
+def test_the_hash_table_holds_no_key():
+    from tmath.exercises import hash_table
+
+    table = hash_table()
+    assert set(table) == set(labels())
+    for entry in table.values():
+        assert set(entry) == {"rel_tol", "abs_tol", "unit", "count", "digits", "decimals", "salt", "digest"}
+        assert re.fullmatch(r"[0-9a-f]{64}", entry["digest"]) and re.fullmatch(r"[0-9a-f]{32}", entry["salt"])
+    salts = [e["salt"] for e in table.values()]
+    assert len(set(salts)) == len(salts), "one salt per key"
+    assert hash_table()["ex-tour-1"]["salt"] != table["ex-tour-1"]["salt"], "fresh salts per build"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"rel_tol": 0.01, "abs_tol": 0.5}, "恰好给一个"), ({"count": True, "rel_tol": 0.01}, "整数"),
+     ({"count": True, "abs_tol": 0.5}, "整数"), ({"abs_tol": -1.0}, "不能为负")],
+)
+def test_answer_refuses_an_ambiguous_tolerance(kwargs, match):
+    from tmath.exercises import answer
+
+    with pytest.raises(ValueError, match=match):
+        answer("ex-bad", **kwargs)
+
+
+# --- answer cells: my_answer ------------------------------------------------------------------------
+
+
+def test_answer_record_keeps_the_value_for_the_grader():
+    import sympy as sp
+
+    from tmath.exercises import answer_record
+
+    by_hand = 12 * (12 * 768**2 + 13 * 768) + (50257 + 2048) * 768 + 2 * 768
+    message, record = answer_record("ex-tour-1", by_hand)
+    assert message.startswith("ex-tour-1：✓ 正确") and record == {"label": "ex-tour-1", "value": by_hand}
+    assert answer_record("ex-tour-1", sp.Integer(by_hand))[1]["value"] == by_hand
+    assert type(answer_record("ex-tour-1", np.int64(3))[1]["value"]) is int
+    assert answer_record("ex-tour-4", np.float64(3.9998))[1] == {"label": "ex-tour-4", "value": 3.9998}
+    message, record = answer_record("ex-tour-1", None)
+    assert "尚未作答" in message and record["value"] is None
+    message, record = answer_record("ex-tour-1", "125")
+    assert "答案必须是一个数" in message and record["value"] is None and record["error"]
+    message, record = answer_record("ex-nope", 1)
+    assert "没有练习" in message and record["value"] is None
+
+
+def test_my_answer_prints_outside_jupyter(capsys):
+    from tmath.exercises import my_answer
+
+    assert my_answer("ex-tour-2", 108) is None
+    assert capsys.readouterr().out.strip() == "ex-tour-2：✓ 正确（容差：精确整数）"

@@ -26,7 +26,13 @@ from conftest import ROOT
 from test_site import toc_notebooks
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
-from student_edition import strip_markdown, strip_notebook  # noqa: E402
+from student_edition import (  # noqa: E402
+    answer_cell_source,
+    solution_texts,
+    strip_markdown,
+    strip_notebook,
+    student_setup_source,
+)
 
 EXERCISE = "```{{exercise-start}}\n:label: {label}\n```\n{text}\n```{{exercise-end}}\n```\n"
 SOLUTION_START = "```{{solution-start}} {label}\n:class: dropdown\n```\n"
@@ -50,7 +56,7 @@ def test_strip_removes_a_solution_that_spans_cells_and_adds_an_answer_cell():
         "证明：显然。\n" + SOLUTION_END + "\n结语。",
         "!print('after')",
     )
-    out = strip_notebook(nb)
+    out = strip_notebook(nb, answer_source=lambda label: "")
     kinds = [(c.cell_type, c.source) for c in out.cells]
     assert kinds[0][0] == "markdown" and "求 x。" in kinds[0][1] and "solution" not in kinds[0][1]
     assert kinds[1] == ("code", "")
@@ -66,7 +72,7 @@ def test_strip_removes_a_solution_that_spans_cells_and_adds_an_answer_cell():
 
 def test_strip_keeps_an_exercise_without_solution_and_refuses_an_unclosed_one():
     nb = _nb(EXERCISE.format(label="ex-c", text="想一想。"), "!y = 1")
-    out = strip_notebook(nb)
+    out = strip_notebook(nb, answer_source=lambda label: "")
     assert [c.cell_type for c in out.cells] == ["markdown", "code", "code"]
     with pytest.raises(ValueError, match="solution-end"):
         strip_notebook(_nb(SOLUTION_START.format(label="ex-d"), "!z = 2"))
@@ -80,9 +86,59 @@ def test_strip_markdown_removes_gated_and_plain_solutions():
     assert "秘密" not in out and "solution" not in out
 
 
+def test_answer_cell_is_prefilled_with_one_line_per_key():
+    source = answer_cell_source("ex-tour-1")
+    assert "from tmath.exercises import my_answer" in source
+    assert 'my_answer("ex-tour-1", None)  # 整数，单位：个参数' in source
+    assert 'my_answer("ex-tour-1/share", None)  # 单位：%' in source
+    namespace: dict = {}
+    exec(source.replace("None", "1"), namespace)  # runs as it stands once None is replaced
+    keyless = answer_cell_source("ex-fwd-2")
+    assert "my_answer" not in keyless and "老师批阅" in keyless
+    nb = _nb(EXERCISE.format(label="ex-tour-2", text="求 d。"), "!y = 1")
+    cell = strip_notebook(nb).cells[1]
+    assert cell.metadata == {"tags": ["answer"], "tmath": {"exercise": "ex-tour-2", "answers": ["ex-tour-2"]}}
+
+
+def test_student_setup_cell_points_to_the_course_kit():
+    full = (
+        "# Setup (hidden on the website): make sure this kernel has what the chapter imports.\n"
+        "import importlib.util\n\n"
+        'if importlib.util.find_spec("tmath") is None:\n'
+        '    %pip install --quiet "tmath @ git+https://github.com/example/book@main#subdirectory=lib"\n'
+        'if importlib.util.find_spec("torch") is None:\n'
+        "    %pip install --quiet torch==2.13.0\n"
+    )
+    student = student_setup_source(full)
+    assert "git+" not in student and "课程包 README" in student
+    assert 'if importlib.util.find_spec("torch") is None:\n    %pip install --quiet torch==2.13.0' in student
+    assert student_setup_source("x = 1") == "x = 1"
+
+
+def test_solution_texts_split_what_the_student_edition_keeps_and_removes():
+    nb = _nb(
+        "## 练习\n\n" + EXERCISE.format(label="ex-a", text="求 x。") + "\n"
+        + SOLUTION_START.format(label="ex-a"),
+        "!x = 42  # the key",
+        "答案是 42。\n" + SOLUTION_END + "\n结语。",
+        "!print('after')",
+    )
+    kept, removed = solution_texts(nb)
+    assert any("求 x。" in t for t in kept) and any("结语" in t for t in kept)
+    assert any("x = 42" in t for t in removed) and any("答案是 42" in t for t in removed)
+    assert not any("答案是" in t or "x = 42" in t for t in kept)
+    assert not any("求 x。" in t for t in removed)
+
+
 # --- every chapter, stripped, is a notebook a student can work in -----------------------------------
 
 CHAPTERS = [p for p in toc_notebooks() if "{exercise-start}" in p.read_text(encoding="utf-8")]
+
+
+def keys_of(label):
+    from tmath.exercises import keys_of
+
+    return keys_of(label)
 GLUE_REF = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
 GLUE_SET = re.compile(r"""\bglue\(\s*f?(?:"([^"]+)"|'([^']+)')""")
 
@@ -112,8 +168,23 @@ def test_stripped_chapter_is_a_working_exercise_notebook(path):
     answers = [i for i, c in enumerate(out.cells) if "answer" in c.metadata.get("tags", [])]
     assert exercises >= 5 and len(answers) == exercises
     for i in answers:
-        assert out.cells[i].cell_type == "code" and out.cells[i].source == ""
+        cell = out.cells[i]
+        assert cell.cell_type == "code", f"answer cell {i} is not a code cell"
         assert "{exercise-end}" in out.cells[i - 1].source, f"answer cell {i} does not follow an exercise"
+        label = cell.metadata["tmath"]["exercise"]
+        before = "\n".join(c.source for c in out.cells[:i] if c.cell_type == "markdown")
+        assert re.findall(r"\{exercise-start\}[^\n]*\n:label: (\S+)", before)[-1] == label
+        keys = [k.label for k in keys_of(label)]
+        assert cell.metadata["tmath"]["answers"] == keys, label
+        assert re.findall(r'^my_answer\("([^"]+)", None\)', cell.source, re.M) == keys, cell.source
+        compile(cell.source, "answer", "exec")  # valid Python as it stands
+        assert all(len(line) <= 88 for line in cell.source.splitlines()), cell.source
+    # every key of the chapter's exercises is asked in an answer cell
+    asked = [a for i in answers for a in out.cells[i].metadata["tmath"]["answers"]]
+    assert len(asked) == len(set(asked))
+    # the setup cell points to the course kit, not to the repository with its solutions
+    setup = next(c for c in out.cells if c.cell_type == "code")
+    assert "课程包" in setup.source and "make lab" not in setup.source and "git+" not in setup.source
     text = "\n".join(c.source for c in out.cells)
     assert "solution-start" not in text and "solution-end" not in text
     # Every glue key the kept prose shows is still glued by a kept cell.
@@ -220,3 +291,46 @@ def test_student_edition_shows_no_launch_button_even_with_a_repository():
 
     assert set(launch(student=False)) == {"binderhub_url", "colab_url"}
     assert launch(student=True) == {}
+
+
+# --- the preface speaks to the edition it is in -------------------------------------------------------
+
+_ONLY = re.compile(r"^(?P<fence>`{3,})\{only\} (?P<expr>[^\n]+)\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                   re.M | re.S)
+
+
+def preface_as_built(student: bool) -> str:
+    """book/index.md as Sphinx renders it for one edition: ``{only}`` blocks kept or dropped by the
+    ``student`` tag (which ``offline_site.setup`` adds under ``BOOK_EDITION=student``)."""
+    text = (ROOT / "book" / "index.md").read_text(encoding="utf-8")
+
+    def keep(m: re.Match) -> str:
+        expr = m.group("expr").strip()
+        assert expr in ("student", "not student"), f"unexpected only-expression {expr!r}"
+        return m.group("body") if (expr == "student") == student else ""
+
+    return _ONLY.sub(keep, text)
+
+
+def test_student_preface_neither_folds_solutions_nor_sends_readers_to_the_repository():
+    student, full = preface_as_built(student=True), preface_as_built(student=False)
+    for stale in ("可折叠", "折叠框", "make book", "make test", "jupyter lab book/", "仓库根目录"):
+        assert stale not in student, f"the student edition's preface says {stale!r}"
+    assert "学生版" in student and "课程包" in student and "my_answer" in student
+    assert "make book" in full and "可折叠的“解答”" in full and "make student-kit" in full
+
+
+def test_offline_site_tags_the_student_build(monkeypatch):
+    from types import SimpleNamespace
+
+    import offline_site
+
+    class App(SimpleNamespace):
+        def __getattr__(self, name):  # every other Sphinx registration call is a no-op here
+            return lambda *args, **kwargs: None
+
+    for edition, tagged in (("student", True), ("", False)):
+        monkeypatch.setenv("BOOK_EDITION", edition)
+        app = App(tags=set())
+        offline_site.setup(app)
+        assert ("student" in app.tags) is tagged

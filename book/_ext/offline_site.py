@@ -147,6 +147,8 @@ def setup(app):
     # Run after the theme and the extensions have added their assets.
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
+    if os.environ.get("BOOK_EDITION") == "student":
+        app.tags.add("student")  # ```{only} student``` blocks (the preface, book/index.md)
     app.add_transform(RemoveSolutions)
     app.connect("build-finished", _strip_student_sources)
     app.add_transform(ChineseProofLabel)

@@ -172,6 +172,9 @@ def _parser() -> _Parser:
     add_plan_parser(sub)  # `tmath plan` (tmath.plan)
     sub.add_parser("presets", help="列出预设模型名")
     sub.add_parser("hardware", help="列出硬件表")
+    from tmath.grade import add_grade_parser
+
+    add_grade_parser(sub)  # `tmath grade` (tmath.grade)
     return ap
 
 
@@ -232,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from tmath.plan import run_plan
 
                 return run_plan(args)  # prints its own result or error (text or --json)
+            if hasattr(args, "func"):  # sub-commands that live in their own module (tmath grade)
+                return args.func(args)
             if args.cmd == "presets":
                 import tmath
 

@@ -1,19 +1,58 @@
 """Answer keys for the book's exercises, and a checker that does not reveal them.
 
-A student types ``tmath.check(my_answer, "ex-tour-1")`` in a cell and learns
+A student types ``tmath.check(value, "ex-tour-1")`` in a cell and learns
 whether the answer is right within the exercise's stated tolerance; the key
-itself is never printed.  Keys are computed by tmath, by the same functions the
-chapters use, so a key cannot drift from the book.  Each chapter's solution
-cell asserts that its worked answer passes :func:`check`, which ties the
-registry to the notebooks (nbval re-runs those asserts).
+itself is never printed.  In an answer cell of the student notebooks the same
+check is ``my_answer("ex-tour-1", value)`` (``from tmath.exercises import
+my_answer``), which also records the value in the cell's output, where
+``python -m tmath grade`` reads it.
+
+Keys are computed by tmath, by the same functions the chapters use, so a key
+cannot drift from the book.  Each chapter's solution cell asserts that its
+worked answer passes :func:`check`, which ties the registry to the notebooks
+(nbval re-runs those asserts).
+
+**What counts as right: one grid rule, three places.**  Every key has one kind
+of tolerance, and the check is a comparison of grid cells, not of numbers:
+
+- ``count=True`` (a number of parameters, GPUs, sequences, heads ...): the answer
+  must be an integer (an integer-valued float such as ``8.0`` is fine; ``0.5``
+  heads is not), and it is right when ``|x - key| <= abs_tol`` (0 unless the
+  exercise allows a slack).  The grid is the integers: this is exact.
+- ``abs_tol=a``: the grid has cells of width ``a / GRID_STEPS`` and ``x`` is
+  right when its cell is at most ``GRID_STEPS`` cells from the key's cell.
+- ``rel_tol=r``: the same on ``log|x|`` (cells of width ``-log(1 - r) / GRID_STEPS``,
+  and the sign must agree).
+
+For ``abs_tol`` and ``rel_tol`` this accepts **every** value within the stated
+tolerance (``|x - key| <= a``; for ``r``: ``|x - key| <= r * max(|x|, |key|)``,
+which is ``math.isclose``), and **nothing** beyond ``1 + 1/GRID_STEPS`` = 1.25
+times it; in between, the verdict depends on where the key falls in its cell.
+The full edition, the course kit (which holds no key, only a salted hash of the
+key's grid cell, see :func:`hash_table`) and the teacher's grader all apply this
+same rule, so a student who sees ✓ in the kit gets the point from the grader.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import math
+import numbers
 import re
+import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+#: Grid cells per tolerance: the check accepts every value within the tolerance and
+#: none beyond (1 + 1/GRID_STEPS) times it.
+GRID_STEPS = 4
+#: Significant digits a careful hand calculation carries, unless the exercise asks
+#: for more (``digits=``) or for decimal places (``decimals=``).
+HAND_DIGITS = 4
+#: Output MIME type of an answer cell's record (``my_answer``), read by the grader.
+ANSWER_MIME = "application/vnd.tmath.answer+json"
 
 #: Units written as symbols (SI, bytes, FLOPs, and the book's letters); every other
 #: unit a reader sees in a verdict is Chinese (``个 token``, ``条序列``, ``天`` ...).
@@ -36,21 +75,106 @@ def _with_unit(number: str, unit: str) -> str:
     return number + unit if unit == "%" else f"{number} {unit}"
 
 
+def plain_number(x: float) -> str:
+    """``0.0005`` → ``"0.0005"``, ``1e-05`` → ``"0.00001"``, ``2.0`` → ``"2"``: the shortest
+    decimal that is ``x``, never in exponent form and never rounded to zero."""
+    text = format(Decimal(repr(float(x))).normalize(), "f")
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _percent(r: float) -> str:
+    """``0.001`` → ``"0.1%"``, exactly (decimal arithmetic, no float noise)."""
+    text = format((Decimal(repr(float(r))) * 100).normalize(), "f")
+    return f"{text}%"
+
+
 @dataclass(frozen=True)
 class AnswerKey:
+    """One exercise's key: how to compute it (full edition) or its hash (course kit),
+    and its tolerance."""
+
     label: str
-    compute: Callable[[], float]
-    rel_tol: float = 1e-3
+    compute: Callable[[], float] | None
+    rel_tol: float = 0.0
     abs_tol: float = 0.0
     unit: str = ""
+    count: bool = False
+    digits: int | None = None
+    decimals: int | None = None
+    salt: str = field(default="", repr=False)
+    digest: str = field(default="", repr=False)
 
-    def tolerance_text(self) -> str:
-        parts = []
-        if self.rel_tol:
-            parts.append(f"相对误差 ≤ {self.rel_tol:.2%}")
+    # --- the grid ------------------------------------------------------------------
+    @property
+    def window(self) -> int:
+        """How many grid cells away from the key's cell an answer may fall."""
+        return int(self.abs_tol) if self.count else GRID_STEPS
+
+    def _cell(self, x: float) -> tuple[str, int] | None:
+        """The grid cell of ``x``: (sign, index); None when no cell of ``x`` can be right (a
+        count that is not an integer, zero under a relative tolerance, a value so large
+        that its cell index overflows)."""
+        if self.count:
+            n = round(x)
+            # float noise (0.1 * 3 * 10 / 3) is an integer; 617558016.5 is not
+            return None if abs(x - n) > 1e-12 * max(1.0, abs(x)) else ("", n)
         if self.abs_tol:
-            parts.append(f"绝对误差 ≤ {_with_unit(f'{self.abs_tol:g}', self.unit)}")
-        return " 或 ".join(parts)
+            index = x / (self.abs_tol / GRID_STEPS)
+            return ("", math.floor(index)) if math.isfinite(index) else None
+        if x == 0:
+            return None
+        step = -math.log1p(-self.rel_tol) / GRID_STEPS
+        return ("+" if x > 0 else "-"), math.floor(math.log(abs(x)) / step)
+
+    def _near(self, cell: tuple[str, int]) -> list[str]:
+        """``cell`` and its neighbours within :attr:`window`, as the strings that are hashed."""
+        sign, index = cell
+        return [f"{sign}{index + j}" for j in range(-self.window, self.window + 1)]
+
+    def digest_of(self, cell: str) -> str:
+        return hashlib.sha256(f"{self.salt}:{self.label}:{cell}".encode()).hexdigest()
+
+    def key_digest(self) -> str:
+        """The salted hash of the key's own cell (computed from the key: full edition only)."""
+        cell = self._cell(float(self.compute()))
+        if cell is None:
+            raise ValueError(f"{self.label}：count=True 的答案必须是整数，钥匙算出的是 {self.compute()!r}")
+        return self.digest_of(f"{cell[0]}{cell[1]}")
+
+    def accepts(self, x: float) -> bool | None:
+        """Is ``x`` right? None when the answer is a count and ``x`` is not an integer."""
+        mine = self._cell(x)
+        if mine is None:
+            return None if self.count else False
+        if self.compute is not None:
+            key = self._cell(float(self.compute()))
+            return key is not None and key[0] == mine[0] and abs(key[1] - mine[1]) <= self.window
+        return self.digest in {self.digest_of(c) for c in self._near(mine)}
+
+    # --- what the reader sees -----------------------------------------------------
+    def tolerance_text(self) -> str:
+        if self.count:
+            text = (f"精确整数（{self.unit}）" if self.unit else "精确整数") if not self.abs_tol else (
+                f"整数，绝对误差 ≤ {_with_unit(plain_number(self.abs_tol), self.unit)}")
+        elif self.rel_tol:
+            text = f"相对误差 ≤ {_percent(self.rel_tol)}"
+        else:
+            text = f"绝对误差 ≤ {_with_unit(plain_number(self.abs_tol), self.unit)}"
+        if self.digits:
+            text += f"，约需 {self.digits} 位有效数字"
+        if self.decimals:
+            text += f"，保留 {self.decimals} 位小数即可"
+        return text
+
+    def hand_value(self, value: float) -> float:
+        """``value`` as a careful hand calculation writes it: exact for a count, else
+        rounded to ``decimals`` places or to ``digits`` (default :data:`HAND_DIGITS`)
+        significant digits."""
+        if self.count:
+            return value
+        if self.decimals is not None:
+            return round(value, self.decimals)
+        return float(f"{value:.{self.digits or HAND_DIGITS}g}")
 
 
 @dataclass(frozen=True)
@@ -72,17 +196,32 @@ class CheckResult:
 _KEYS: dict[str, AnswerKey] = {}
 
 
-def answer(label: str, *, rel_tol: float = 1e-3, abs_tol: float = 0.0, unit: str = ""):
-    """Register the function below as the answer key of exercise ``label``."""
-    if rel_tol < 0 or abs_tol < 0 or (rel_tol == 0 and abs_tol == 0):
+def answer(label: str, *, rel_tol: float | None = None, abs_tol: float = 0.0, unit: str = "",
+           count: bool = False, digits: int | None = None, decimals: int | None = None):
+    """Register the function below as the answer key of exercise ``label``.
+
+    Give exactly one tolerance: ``count=True`` (an exact integer; ``abs_tol`` then
+    allows a slack of that many units), ``abs_tol=`` or ``rel_tol=`` (default 0.1 %).
+    ``digits`` / ``decimals``: the precision the exercise asks for, when a careful
+    hand calculation must carry more than :data:`HAND_DIGITS` significant digits.
+    """
+    if rel_tol is None:
+        rel_tol = 0.0 if (count or abs_tol) else 1e-3
+    if rel_tol < 0 or abs_tol < 0:
+        raise ValueError(f"{label}：rel_tol 和 abs_tol 不能为负（现在是 {rel_tol}、{abs_tol}）")
+    if count:
+        if rel_tol or abs_tol != int(abs_tol):
+            raise ValueError(f"{label}：count=True 的答案是整数，只能用整数 abs_tol，不能用 rel_tol")
+    elif (rel_tol > 0) == (abs_tol > 0):
         raise ValueError(
-            f"{label}：rel_tol 或 abs_tol 至少有一个要大于 0（现在是 {rel_tol}、{abs_tol}）"
+            f"{label}：rel_tol 与 abs_tol 恰好给一个大于 0 的值（现在是 {rel_tol}、{abs_tol}）；"
+            "整数答案用 count=True"
         )
 
     def register(fn: Callable[[], float]) -> Callable[[], float]:
         if label in _KEYS:
             raise ValueError(f"练习 {label!r} 的答案登记了两次")
-        _KEYS[label] = AnswerKey(label, fn, rel_tol, abs_tol, unit)
+        _KEYS[label] = AnswerKey(label, fn, rel_tol, abs_tol, unit, count, digits, decimals)
         return fn
 
     return register
@@ -94,11 +233,37 @@ def labels() -> list[str]:
     return sorted(_KEYS)
 
 
+def keys_of(exercise: str) -> list[AnswerKey]:
+    """The keys of one exercise (``ex-tour-1`` and its parts ``ex-tour-1/share`` ...),
+    in the order the key modules register them."""
+    _load()
+    return [k for name, k in _KEYS.items() if name == exercise or name.startswith(exercise + "/")]
+
+
+def has_keys() -> bool:
+    """True in the full edition (keys computed by tmath), False in the course kit (hashes only)."""
+    _load()
+    return any(k.compute is not None for k in _KEYS.values())
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Number) and not hasattr(value, "__float__"):
+        raise TypeError(f"答案必须是一个数（int 或 float），收到的是 {type(value).__name__}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"答案必须是一个实数，收到的是 {value!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"答案必须是有限的数，收到的是 {value!r}")
+    return x
+
+
 def check(value, label: str) -> CheckResult:
     """Is ``value`` the answer to exercise ``label``, within its tolerance?
 
     Returns a :class:`CheckResult` that is truthy when correct and prints a
-    short verdict in Chinese, never the key.
+    short verdict in Chinese, never the key.  See the module docstring for exactly
+    which values are accepted.
     """
     _load()
     if not isinstance(label, str) or label not in _KEYS:
@@ -106,18 +271,91 @@ def check(value, label: str) -> CheckResult:
             f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
             f"{'、'.join(sorted(_KEYS)[:3])}"
         )
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
-        raise TypeError(f"答案必须是一个数（int 或 float），收到的是 {type(value).__name__}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"答案必须是有限的数，收到的是 {value!r}")
     key = _KEYS[label]
-    expected = float(key.compute())
-    ok = math.isclose(x, expected, rel_tol=key.rel_tol, abs_tol=key.abs_tol)
+    x = _number(value)
+    ok = key.accepts(x)
+    tolerance = key.tolerance_text()
+    if ok is None:
+        return CheckResult(label, False,
+                           f"{label}：✗ 还不对（答案是个数，应为整数；容差：{tolerance}）")
     verdict = "✓ 正确" if ok else "✗ 还不对"
-    return CheckResult(label, ok, f"{label}：{verdict}（容差：{key.tolerance_text()}）")
+    return CheckResult(label, ok, f"{label}：{verdict}（容差：{tolerance}）")
+
+
+def answer_record(label: str, value) -> tuple[str, dict]:
+    """The verdict an answer cell shows, and the record of the answer it leaves for the grader."""
+    if value is None:
+        return f"{label}：尚未作答（把 None 换成你的答案，再运行本单元格）", {"label": label, "value": None}
+    try:
+        message = repr(check(value, label))
+    except (TypeError, ValueError) as e:
+        return f"{label}：✗ {e}", {"label": label, "value": None, "error": str(e)}
+    exact = isinstance(value, numbers.Integral) or hasattr(value, "__index__")
+    return message, {"label": label, "value": int(value) if exact else float(value)}
+
+
+def my_answer(label: str, value) -> None:
+    """State your answer to exercise ``label`` (the answer cells call this).
+
+    Shows ✓ / ✗ with the tolerance, like :func:`check`, and leaves a record of
+    ``value`` in the cell's output: the teacher's grader re-runs the notebook and
+    reads it from there.  Returns nothing, so several calls in one cell each print.
+    """
+    message, record = answer_record(label, value)
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: just print
+        get_ipython = None  # noqa: N806
+    if get_ipython is None or get_ipython() is None:
+        print(message)
+        return
+    from IPython.display import display
+
+    display({"text/plain": message, ANSWER_MIME: record}, raw=True)
+
+
+# --- the course kit: keys as salted hashes of their grid cells -----------------------------
+
+
+def hash_table() -> dict[str, dict]:
+    """For the course kit: per key, its tolerance and a salted hash of its grid cell.
+
+    Computed from the real keys (so the kit's table cannot drift from the book);
+    each key gets a fresh random salt.  Holds no key value and no computation.
+    """
+    _load()
+    table = {}
+    for label, key in _KEYS.items():
+        if key.compute is None:
+            raise ValueError("hash_table() 需要完整版的答案，课程包里只有哈希")
+        salted = AnswerKey(label, key.compute, key.rel_tol, key.abs_tol, key.unit, key.count,
+                           key.digits, key.decimals, secrets.token_hex(16))
+        table[label] = {
+            "rel_tol": key.rel_tol, "abs_tol": key.abs_tol, "unit": key.unit, "count": key.count,
+            "digits": key.digits, "decimals": key.decimals, "salt": salted.salt,
+            "digest": salted.key_digest(),
+        }
+    return table
+
+
+_KIT: bool | None = None  # None: not loaded yet; True: the course kit's hashes
 
 
 def _load() -> None:
-    # Importing the package registers the keys (one module per part of the book).
-    from tmath import answer_keys  # noqa: F401
+    global _KIT
+    if _KIT:
+        return
+    try:
+        # Importing the package registers the keys (one module per part of the book).
+        importlib.import_module("tmath.answer_keys")
+    except ModuleNotFoundError as e:
+        if e.name != "tmath.answer_keys":
+            raise
+        # The course kit: no keys, only their hashes (written by scripts/student_kit.py).
+        from tmath._answer_hashes import KEYS
+
+        for label, entry in KEYS.items():
+            _KEYS[label] = AnswerKey(label, None, **entry)
+        _KIT = True
+    else:
+        _KIT = False

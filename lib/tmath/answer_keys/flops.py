@@ -47,24 +47,24 @@ def _units_2(bytes_per_value: int) -> int:
     return math.ceil(ridge * 3 * bytes_per_value / 2)
 
 
-@answer("ex-units-2/bf16", rel_tol=0, abs_tol=0.5)
+@answer("ex-units-2/bf16", count=True)
 def _units_2_bf16() -> float:
     return _units_2(2)
 
 
-@answer("ex-units-2/fp32", rel_tol=0, abs_tol=0.5)
+@answer("ex-units-2/fp32", count=True)
 def _units_2_fp32() -> float:
     return _units_2(4)
 
 
-@answer("ex-units-4", rel_tol=0, abs_tol=0.5, unit="FLOPs")
+@answer("ex-units-4", count=True, unit="FLOPs")
 def _units_4() -> float:
     from tmath import einsum_flops
 
     return einsum_flops("bij,bjk->bik", (8, 64, 64), (8, 64, 64))
 
 
-@answer("ex-units-5", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-units-5", count=True, unit="条序列")
 def _units_5() -> float:
     from tmath import get_hardware, preset, roofline
 
@@ -115,13 +115,13 @@ def _matmul_train_per_param_token(*einsums) -> Fraction:
     return Fraction(total, p * m * n)
 
 
-@answer("ex-sixpt-3/frozen", rel_tol=0, abs_tol=0.5)
+@answer("ex-sixpt-3/frozen", count=True)
 def _sixpt_3_frozen() -> float:
     # forward A B plus the input gradient G B^T (no weight gradient A^T G).
     return float(_matmul_train_per_param_token(("ij", "jk", "ik"), ("ik", "jk", "ij")))
 
 
-@answer("ex-sixpt-3/first", rel_tol=0, abs_tol=0.5)
+@answer("ex-sixpt-3/first", count=True)
 def _sixpt_3_first() -> float:
     return float(_matmul_train_per_param_token(("ij", "jk", "ik")))
 
@@ -147,7 +147,7 @@ def _sixpt_4_card() -> float:
     return _llama70b_days(None)
 
 
-@answer("ex-sixpt-5", rel_tol=0, abs_tol=0.01, unit="%")
+@answer("ex-sixpt-5", rel_tol=0, abs_tol=0.01, unit="%", decimals=2)
 def _sixpt_5() -> float:
     from tmath import count_params, preset
 
@@ -158,7 +158,7 @@ def _sixpt_5() -> float:
 # -------------------------------------------------------------- when-6pt-fails
 
 
-@answer("ex-fails-1", rel_tol=0, abs_tol=1, unit="个 token")
+@answer("ex-fails-1", count=True, abs_tol=1, unit="个 token")
 def _fails_1() -> float:
     # Exact per-sequence FLOPs p T + q T^2; 6 N T underestimates by 10% when 6 N T = 0.9 (p T + q T^2).
     from tmath import count_params, preset, sweep
@@ -220,7 +220,7 @@ def _attention_core_train_flops():
     return sum(symbolic.product_ops(m)["flops"] for m in prods), (T, S, H)
 
 
-@answer("ex-sixpt-6/coef", rel_tol=0, abs_tol=0.5)
+@answer("ex-sixpt-6/coef", count=True)
 def _sixpt_6_coef() -> float:
     total, (T, S, H) = _attention_core_train_flops()
     return int(total / (T * S * H))

@@ -14,7 +14,7 @@ from tmath.exercises import answer
 # ---------------------------------------------------------------- architecture
 
 
-@answer("ex-arch-1/layer", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-arch-1/layer", count=True, unit="个参数")
 def _arch_1_layer() -> float:
     from tmath import preset, symbolic
 
@@ -38,7 +38,7 @@ def _arch_3_gb() -> float:
     return 2 * count_params(preset("gpt3-175b")).total / 1e9
 
 
-@answer("ex-arch-3/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+@answer("ex-arch-3/gpus", count=True, unit="张 GPU")
 def _arch_3_gpus() -> float:
     from tmath import count_params, get_hardware, preset
 
@@ -58,14 +58,14 @@ def _arch_4_tb() -> float:
     return _arch_4_state_bytes() / 1e12
 
 
-@answer("ex-arch-4/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+@answer("ex-arch-4/gpus", count=True, unit="张 GPU")
 def _arch_4_gpus() -> float:
     from tmath import get_hardware
 
     return math.ceil(_arch_4_state_bytes() / get_hardware("H100").hbm_bytes)
 
 
-@answer("ex-arch-5", rel_tol=0, abs_tol=0.5, unit="个 token")
+@answer("ex-arch-5", count=True, unit="个 token")
 def _arch_5() -> float:
     from tmath import preset
 
@@ -94,12 +94,12 @@ def _arch_6(recompute: str) -> int:
     return math.floor(get_hardware("H100").hbm_bytes / per_seq) + 1
 
 
-@answer("ex-arch-6/none", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-arch-6/none", count=True, unit="条序列")
 def _arch_6_none() -> float:
     return _arch_6("none")
 
 
-@answer("ex-arch-6/full", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-arch-6/full", count=True, unit="条序列")
 def _arch_6_full() -> float:
     return _arch_6("full")
 
@@ -107,7 +107,7 @@ def _arch_6_full() -> float:
 # --------------------------------------------------------------------- forward
 
 
-@answer("ex-fwd-1/elements", rel_tol=0, abs_tol=0.5, unit="个元素")
+@answer("ex-fwd-1/elements", count=True, unit="个元素")
 def _fwd_1_elements() -> float:
     from tmath import gpt, preset
 
@@ -136,7 +136,7 @@ def _fwd_3_gap() -> float:
     return math.log(preset("gpt3-175b").vocab_size - 1)
 
 
-@answer("ex-fwd-4/extra", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-fwd-4/extra", count=True, unit="个参数")
 def _fwd_4_extra() -> float:
     from tmath import count_params, preset
 
@@ -144,7 +144,7 @@ def _fwd_4_extra() -> float:
     return count_params(full.replace(tie_embeddings=False)).total - count_params(full).total
 
 
-@answer("ex-fwd-4/share", rel_tol=0, abs_tol=0.005, unit="%")
+@answer("ex-fwd-4/share", rel_tol=0, abs_tol=0.005, unit="%", decimals=2)
 def _fwd_4_share() -> float:
     from tmath import count_params, preset
 
@@ -154,14 +154,14 @@ def _fwd_4_share() -> float:
 # ------------------------------------------------------------------- multihead
 
 
-@answer("ex-mh-1/head-dim", rel_tol=0, abs_tol=0.5, unit="维")
+@answer("ex-mh-1/head-dim", count=True, unit="维")
 def _mh_1_head_dim() -> float:
     from tmath import preset
 
     return preset("gpt3-2.7b").head_dim
 
 
-@answer("ex-mh-1/per-head", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-mh-1/per-head", count=True, unit="个参数")
 def _mh_1_per_head() -> float:
     from tmath import preset
 
@@ -169,7 +169,7 @@ def _mh_1_per_head() -> float:
     return c.hidden_size * c.head_dim
 
 
-@answer("ex-mh-1/all", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-mh-1/all", count=True, unit="个参数")
 def _mh_1_all() -> float:
     from tmath import preset
 
@@ -182,12 +182,12 @@ def _seed_score_gap(i: int) -> float:
     return math.log(w[i + 1] / w[i])
 
 
-@answer("ex-mh-3/s2-s1", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-3/s2-s1", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_3_d21() -> float:
     return _seed_score_gap(0)
 
 
-@answer("ex-mh-3/s3-s2", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-3/s3-s2", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_3_d32() -> float:
     return _seed_score_gap(1)
 
@@ -204,17 +204,17 @@ def _mh_4_weights():
     return gpt.softmax(np.array(_SEED_DOTS))
 
 
-@answer("ex-mh-4/alpha1", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-4/alpha1", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_4_alpha1() -> float:
     return float(_mh_4_weights()[0])
 
 
-@answer("ex-mh-4/alpha3", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-4/alpha3", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_4_alpha3() -> float:
     return float(_mh_4_weights()[2])
 
 
-@answer("ex-mh-4/head", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-4/head", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_4_head() -> float:
     import numpy as np
 
@@ -242,18 +242,18 @@ def _mh_6_example():
     return weights, out
 
 
-@answer("ex-mh-6/alpha-1", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-6/alpha-1", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_6_alpha_1() -> float:
     # head 1, query x_2, key x_1: alpha_21^(1)
     return float(_mh_6_example()[0][0, 1, 0])
 
 
-@answer("ex-mh-6/alpha-2", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-6/alpha-2", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_6_alpha_2() -> float:
     return float(_mh_6_example()[0][1, 1, 0])
 
 
-@answer("ex-mh-6/a2", rel_tol=0, abs_tol=5e-4)
+@answer("ex-mh-6/a2", rel_tol=0, abs_tol=5e-4, decimals=4)
 def _mh_6_a2() -> float:
     # the first component of a_2 = o_2 W^O
     return float(_mh_6_example()[1][1, 0])

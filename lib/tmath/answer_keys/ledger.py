@@ -13,7 +13,7 @@ from tmath.exercises import answer
 # --- book/ledger/full-ledger -------------------------------------------------------------
 
 
-@answer("ex-full-ledger-1/mlp", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-full-ledger-1/mlp", count=True, unit="个参数")
 def _full_ledger_1_mlp() -> float:
     """Gated-MLP parameters of one Llama 3 8B layer."""
     from tmath import count_params, preset
@@ -22,7 +22,7 @@ def _full_ledger_1_mlp() -> float:
     return count_params(cfg).breakdown["mlp"] / cfg.num_layers
 
 
-@answer("ex-full-ledger-1/attn", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-full-ledger-1/attn", count=True, unit="个参数")
 def _full_ledger_1_attn() -> float:
     """Q/K/V/O projection parameters of one Llama 3 8B layer."""
     from tmath import count_params, preset
@@ -31,7 +31,7 @@ def _full_ledger_1_attn() -> float:
     return count_params(cfg).breakdown["attention"] / cfg.num_layers
 
 
-@answer("ex-full-ledger-1/norms", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-full-ledger-1/norms", count=True, unit="个参数")
 def _full_ledger_1_norms() -> float:
     """RMSNorm weights of one Llama 3 8B layer (two norms of width D; final norm excluded)."""
     from tmath import preset
@@ -57,7 +57,7 @@ def _full_ledger_3() -> float:
     return count_params(cfg).total - count_params(cfg.replace(num_kv_heads=1)).total
 
 
-@answer("ex-full-ledger-4", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-full-ledger-4", count=True, unit="个参数")
 def _full_ledger_4() -> float:
     """Q/K/V bias parameters of Qwen2-7B: L (N + 2K) H."""
     from tmath import preset
@@ -96,7 +96,7 @@ def _full_ledger_5_flops() -> float:
 # --- book/ledger/crossover ---------------------------------------------------------------
 
 
-@answer("ex-crossover-1", rel_tol=0, abs_tol=0.5, unit="个 token")
+@answer("ex-crossover-1", rel_tol=0, abs_tol=0.5, unit="个 token", digits=5)
 def _crossover_1() -> float:
     from tmath import attention_crossover, preset
 
@@ -111,14 +111,14 @@ def _crossover_1_over_d() -> float:
     return float(attention_crossover(cfg)) / cfg.hidden_size
 
 
-@answer("ex-crossover-3/mqa", rel_tol=0, abs_tol=0.5, unit="个 token")
+@answer("ex-crossover-3/mqa", rel_tol=0, abs_tol=0.5, unit="个 token", digits=5)
 def _crossover_3_mqa() -> float:
     from tmath import attention_crossover, preset
 
     return float(attention_crossover(preset("llama3-70b").replace(num_kv_heads=1)))
 
 
-@answer("ex-crossover-3/mha", rel_tol=0, abs_tol=0.5, unit="个 token")
+@answer("ex-crossover-3/mha", rel_tol=0, abs_tol=0.5, unit="个 token", digits=5)
 def _crossover_3_mha() -> float:
     from tmath import attention_crossover, preset
 
@@ -167,7 +167,7 @@ def _crossover_6_sat() -> float:
     return cfg.sliding_window / float(attention_crossover(cfg, window=False))
 
 
-@answer("ex-crossover-6/w", rel_tol=0, abs_tol=0.5, unit="个 token")
+@answer("ex-crossover-6/w", count=True, unit="个 token")
 def _crossover_6_w() -> float:
     """Smallest window for which Mistral 7B's attention catches up: T* without windows."""
     from tmath import attention_crossover, preset
@@ -178,7 +178,7 @@ def _crossover_6_w() -> float:
 # --- book/ledger/llama3-70b --------------------------------------------------------------
 
 
-@answer("ex-llama3-70b-1", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-llama3-70b-1", count=True, unit="条序列")
 def _llama3_70b_1() -> float:
     from tmath import concurrency, preset
 
@@ -186,7 +186,7 @@ def _llama3_70b_1() -> float:
                        weight_dtype="fp8", kv_dtype="fp8").sequences
 
 
-@answer("ex-llama3-70b-2/seqs", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-llama3-70b-2/seqs", count=True, unit="条序列")
 def _llama3_70b_2_seqs() -> float:
     from tmath import concurrency, preset
 
@@ -200,14 +200,14 @@ def _llama3_70b_2_ms() -> float:
     return decode_bound(preset("llama3-70b"), "H200", tp=8).seconds * 1e3
 
 
-@answer("ex-llama3-70b-3", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-llama3-70b-3", count=True, unit="条序列")
 def _llama3_70b_3() -> float:
     from tmath import concurrency, preset
 
     return concurrency(preset("llama3-70b"), "H100", tp=4, context_len=8192).sequences
 
 
-@answer("ex-llama3-70b-4/heads", rel_tol=0, abs_tol=0.5, unit="个 KV 头")
+@answer("ex-llama3-70b-4/heads", count=True, unit="个 KV 头")
 def _llama3_70b_4_heads() -> float:
     import math
 
@@ -216,7 +216,7 @@ def _llama3_70b_4_heads() -> float:
     return math.ceil(preset("llama3-70b").num_kv_heads / 16)
 
 
-@answer("ex-llama3-70b-4/bytes", rel_tol=0, abs_tol=0.5, unit="字节")
+@answer("ex-llama3-70b-4/bytes", count=True, unit="字节")
 def _llama3_70b_4_bytes() -> float:
     from tmath import kv_cache_bytes_per_token, preset
     from tmath.serving import kv_bytes_per_token_per_gpu
@@ -225,7 +225,7 @@ def _llama3_70b_4_bytes() -> float:
     return kv_bytes_per_token_per_gpu(kv_cache_bytes_per_token(cfg, dtype="bf16"), cfg.num_kv_heads, 16)
 
 
-@answer("ex-llama3-70b-5", rel_tol=0, abs_tol=0.5, unit="条序列")
+@answer("ex-llama3-70b-5", count=True, unit="条序列")
 def _llama3_70b_5() -> float:
     from tmath import concurrency, preset
 
@@ -244,12 +244,12 @@ def _deepseek_weight_gpus(nbytes: int) -> int:
     return math.ceil(count_params(preset("deepseek-v3")).total * nbytes / get_hardware("H800").hbm_bytes)
 
 
-@answer("ex-moe-1/bf16", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+@answer("ex-moe-1/bf16", count=True, unit="张 GPU")
 def _moe_1_bf16() -> float:
     return _deepseek_weight_gpus(2)
 
 
-@answer("ex-moe-1/fp8", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+@answer("ex-moe-1/fp8", count=True, unit="张 GPU")
 def _moe_1_fp8() -> float:
     return _deepseek_weight_gpus(1)
 
@@ -306,7 +306,7 @@ def _moe_4_mha() -> float:
     return _deepseek_cache_tokens("mha")
 
 
-@answer("ex-moe-5", rel_tol=0, abs_tol=0.5)
+@answer("ex-moe-5", count=True)
 def _moe_5() -> float:
     """Smallest top-k with MoE all-to-all volume above the TP all-reduce volume."""
     from tmath import moe
@@ -386,7 +386,7 @@ def _mem_3() -> float:
                             sequence_parallel=True).total / 1e9
 
 
-@answer("ex-mem-4", rel_tol=0, abs_tol=1e-4)
+@answer("ex-mem-4", rel_tol=0, abs_tol=1e-4, decimals=4)
 def _mem_4() -> float:
     """(training + forward without the LM head) / training FLOPs, Llama 3 70B, s = 4096."""
     from tmath import forward_flops, preset, training_flops
@@ -429,7 +429,7 @@ def _mem_6_gb() -> float:
 # --- book/ledger/cheatsheet --------------------------------------------------------------
 
 
-@answer("ex-cheat-3/gpus", rel_tol=0, abs_tol=0.5, unit="张 GPU")
+@answer("ex-cheat-3/gpus", count=True, unit="张 GPU")
 def _cheat_3_gpus() -> float:
     from tmath import count_params, preset
 

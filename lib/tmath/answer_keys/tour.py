@@ -7,7 +7,7 @@ import math
 from tmath.exercises import answer
 
 
-@answer("ex-tour-1", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-tour-1", count=True, unit="个参数")
 def _tour_1() -> float:
     from tmath import count_params, preset
 
@@ -22,7 +22,7 @@ def _tour_1_share() -> float:
     return 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / count_params(cfg).total
 
 
-@answer("ex-tour-2", rel_tol=0, abs_tol=0.5)
+@answer("ex-tour-2", count=True)
 def _tour_2() -> float:
     # Smallest integer d with 12d / (12d + 13) > 0.99, i.e. d > 1287 / 12.
     return math.floor(1287 / 12) + 1
@@ -36,7 +36,7 @@ def _tour_3_untied():
     return cfg, count_params(cfg).total, count_params(untied).total
 
 
-@answer("ex-tour-3/extra", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-tour-3/extra", count=True, unit="个参数")
 def _tour_3_extra() -> float:
     # An untied LM head adds one V x d matrix.
     _, tied, untied = _tour_3_untied()
@@ -50,7 +50,7 @@ def _tour_3_share() -> float:
     return 100 * (2 * cfg.vocab_size + cfg.max_position) * cfg.hidden_size / untied
 
 
-@answer("ex-tour-4", rel_tol=1e-6)
+@answer("ex-tour-4", rel_tol=1e-5, digits=5)
 def _tour_4() -> float:
     from tmath import preset, symbolic
 
@@ -59,7 +59,7 @@ def _tour_4() -> float:
     return float(layer.subs(symbolic.d, 2 * d) / layer.subs(symbolic.d, d))
 
 
-@answer("ex-tour-5", rel_tol=0, abs_tol=0.5, unit="个参数")
+@answer("ex-tour-5", count=True, unit="个参数")
 def _tour_5() -> float:
     # One Llama 3 8B layer: everything but the embedding, the LM head and the final RMSNorm.
     from tmath import count_params, preset

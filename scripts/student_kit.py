@@ -1,0 +1,261 @@
+"""Build the course kit a teacher hands out: `make student-kit`.
+
+    python scripts/student_kit.py [OUT]        (default OUT: _build/student-kit)
+
+writes ``OUT/transformer-math-kit/`` and ``OUT/transformer-math-kit.zip`` with
+
+- ``notebooks/``: every notebook of the book as the student edition serves it
+  (``book/_ext/student_edition.py``: no solution, an answer cell after each exercise);
+- ``tmath-<version>-py3-none-any.whl``: the library without ``tmath/answer_keys/``; in
+  their place ``tmath/_answer_hashes.py`` holds, per key, its tolerance and a salted
+  hash of its grid cell (:func:`tmath.exercises.hash_table`, computed from the real
+  keys at build time, with fresh salts each build);
+- ``requirements.txt``: what the notebooks need to run and to be opened in JupyterLab,
+  with the versions pinned in the book's ``requirements.txt`` (the closure of
+  :data:`ROOTS` over the installed packages' own requirements);
+- ``README.md``: in Chinese, how to install, open, check an answer and hand in.
+
+Nothing in the kit is a solution or a key: ``tests/test_student_kit.py`` scans it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import nbformat
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from student_edition import strip_notebook  # noqa: E402
+
+from book_pdf import toc_pages  # noqa: E402
+from setup_cells import needs_torch, pinned  # noqa: E402
+
+KIT_NAME = "transformer-math-kit"
+#: What a student's environment needs besides tmath's own dependencies (lib/pyproject.toml):
+#: the notebooks import matplotlib (figures; mplfonts is its Chinese font), IPython's display,
+#: ipywidgets (the calculator appendix) and myst-nb (tmath.nb.glue records the numbers the
+#: book's prose cites); jupyterlab opens the notebooks and ipykernel runs them.
+#: Not needed: jupyter-book and Sphinx's extensions, playwright, pytest, ruff. PyTorch and
+#: transformers: only the notebooks listed in the README, which install them on first run.
+ROOTS = ("jupyterlab", "ipykernel", "ipywidgets", "matplotlib", "mplfonts", "myst-nb")
+
+
+def _pins(path: Path = ROOT / "requirements.txt") -> dict[str, str]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[canonicalize_name(name)] = version.strip()
+    return pins
+
+
+def requirements(roots: tuple[str, ...] = ROOTS) -> list[str]:
+    """``name==version`` for ``roots``, tmath's dependencies and everything they require.
+
+    The requirements of each package are read from the installed distributions
+    (markers evaluated for this Python, extras followed); versions come from the
+    book's pinned ``requirements.txt``, which must pin every one of them.
+    """
+    lib = tomllib.loads((ROOT / "lib" / "pyproject.toml").read_text(encoding="utf-8"))
+    todo = [Requirement(r) for r in (*lib["project"]["dependencies"], *roots)]
+    pins, missing = _pins(), []
+    seen: dict[str, set[str]] = {}  # name -> extras followed ("" is the package itself)
+    env = default_environment()
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        have = seen.get(name, set())
+        new = ({""} | set(req.extras)) - have
+        if not new:
+            continue
+        seen[name] = have | new
+        if name not in pins:
+            missing.append(name)
+            continue
+        for text in metadata.requires(name) or []:
+            dep = Requirement(text)
+            if any(dep.marker is None if e == "" else False for e in new) or (
+                dep.marker is not None and any(dep.marker.evaluate({**env, "extra": e}) for e in new)
+            ):
+                todo.append(dep)
+    if missing:
+        raise SystemExit(f"requirements.txt pins no version of {sorted(set(missing))}: add them")
+    return [f"{n}=={pins[n]}" for n in sorted(seen)]
+
+
+def student_notebooks() -> list[tuple[Path, nbformat.NotebookNode]]:
+    """(path under ``notebooks/``, stripped notebook) for every notebook page of the book."""
+    out = []
+    for page in toc_pages():
+        path = ROOT / f"{page}.ipynb"
+        if path.is_file():
+            nb = strip_notebook(nbformat.read(path, as_version=4))
+            out.append((path.relative_to(ROOT / "book"), nb))
+    return out
+
+
+def build_wheel(out: Path) -> Path:
+    """The tmath wheel without answer keys, with their hashes; returns its path."""
+    from tmath.exercises import hash_table
+
+    table = hash_table()
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = Path(tmp) / "lib"
+        shutil.copytree(
+            ROOT / "lib", lib,
+            ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "answer_keys"),
+        )
+        (lib / "tmath" / "_answer_hashes.py").write_text(
+            '"""The course kit\'s answer keys: per exercise its tolerance and a salted SHA-256 of\n'
+            "the key's grid cell, never the key (written by scripts/student_kit.py; the rule is in\n"
+            'tmath.exercises)."""\n\nKEYS = {\n'
+            + "".join(f"    {label!r}: {entry!r},\n" for label, entry in table.items())
+            + "}\n",
+            encoding="utf-8",
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+             "--wheel-dir", str(out), str(lib)],
+            check=True,
+        )
+    wheels = sorted(out.glob("tmath-*.whl"))
+    if len(wheels) != 1:
+        raise SystemExit(f"expected one tmath wheel in {out}, found {wheels}")
+    return wheels[0]
+
+
+README = """\
+# 《Transformer 的数学》课程包
+
+这个文件夹里有：
+
+- `notebooks/`：全书各章的笔记本（学生版）。没有解答；每道练习后面有一个答案单元格。
+- `{wheel}`：本书的计算库 tmath。它不含答案，只能告诉你答得对不对。
+- `requirements.txt`：运行和打开这些笔记本所需的软件包，版本都已固定。
+
+## 安装
+
+需要 Python 3.11 或更新的版本，以及能访问软件包索引（PyPI 或其镜像）的网络。在这个文件夹里执行：
+
+```bash
+python3 -m venv .venv
+source .venv/bin/activate          # Windows：.venv\\Scripts\\activate
+pip install -r requirements.txt {wheel}
+```
+
+## 打开笔记本
+
+```bash
+jupyter lab notebooks/
+```
+
+每个笔记本第一个单元格检查环境。下面 {n_torch} 个笔记本还要用 PyTorch 和 transformers：{torch_list}。
+第一次运行时，它们的第一个单元格会自动安装 CPU 版 PyTorch（约 200 MB，需要能访问 download.pytorch.org）；
+也可以事先手动安装：
+
+```bash
+pip install {torch_pin} --index-url https://download.pytorch.org/whl/cpu
+pip install {transformers_pin}
+```
+
+## 作答与自查
+
+每道有数值答案的练习后面有一个答案单元格，例如：
+
+```python
+from tmath.exercises import my_answer
+
+my_answer("ex-tour-1", None)  # 整数，单位：个参数
+```
+
+把 `None` 换成你的答案（数、变量名或算式都可以），运行这个单元格，会看到“✓ 正确”或“✗ 还不对”，
+以及这道题的容差。在任何单元格里也可以用 `tmath.check(你的数, "ex-tour-1")` 自查，
+但只有答案单元格里的 `my_answer(...)` 会被评分。没有数值答案的练习（推导、解释），
+把答案写在它的答案单元格里（可以改成 Markdown 单元格），由老师批阅。
+
+容差的确切含义：
+
+- 标着“精确整数”的题，答案是个数（参数个数、卡数、序列条数……），必须是整数，
+  并且与正确答案完全相等（标着“整数，绝对误差 ≤ 1”的，允许差 1）；填 0.5 这样的非整数一定判为不对。
+- 标着“绝对误差 ≤ a”或“相对误差 ≤ r”的题，与正确答案相差不超过容差的答案一定判为正确；
+  检查器按格点比较，所以相差略超过容差（最多到容差的 1.25 倍）的答案也可能判为正确，再远就一定不对。
+- 除非题目另有说明，按 4 位有效数字认真手算，结果就在容差之内。
+
+## 自查的限度
+
+这个 tmath 里没有答案：每道题只存了它的容差和一个加盐的哈希值，检查器只能比较“你的答案落在哪个格点”，
+不能把答案还原出来。不过数值答案很短，执意的人可以一个数一个数地试出来。自查只是让你不必、也不能顺手偷看答案；
+成绩以老师评分为准：老师会在自己的环境里从头运行你交上来的笔记本，用完整的答案核对。
+
+## 交作业
+
+1. 在 JupyterLab 里选“Kernel → Restart Kernel and Run All Cells”（重启内核并运行全部单元格），
+   确认从头到尾没有报错；
+2. 保存（Ctrl+S），把老师布置的 `.ipynb` 文件原样交上去：不要改文件名，不要删除或移动答案单元格。
+
+老师会在干净的内核里、限时重新运行整个笔记本，从答案单元格读出你的答案。某个单元格报错不会让整份作业作废，
+但依赖它的答案会读不到。
+"""
+
+
+def readme(wheel: str, notebooks: list[tuple[Path, nbformat.NotebookNode]]) -> str:
+    torch = [str(Path("notebooks") / rel) for rel, nb in notebooks if needs_torch(nb)]
+    return README.format(
+        wheel=wheel, n_torch=len(torch), torch_list="、".join(f"`{t}`" for t in torch),
+        torch_pin=pinned("torch"), transformers_pin=pinned("transformers"),
+    )
+
+
+def _zip(folder: Path, archive: Path) -> None:
+    archive.unlink(missing_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                z.write(path, Path(folder.name) / path.relative_to(folder))
+
+
+def build_kit(out: Path = ROOT / "_build" / "student-kit") -> Path:
+    """Build the kit folder and its zip under ``out``; returns the folder."""
+    kit = out / KIT_NAME
+    shutil.rmtree(kit, ignore_errors=True)
+    notebooks = student_notebooks()
+    for rel, nb in notebooks:
+        path = kit / "notebooks" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+    wheel = build_wheel(kit)
+    (kit / "requirements.txt").write_text(
+        "# 《Transformer 的数学》课程包：运行笔记本所需的软件包（版本固定）\n"
+        + "\n".join(requirements()) + "\n",
+        encoding="utf-8",
+    )
+    (kit / "README.md").write_text(readme(wheel.name, notebooks), encoding="utf-8")
+    _zip(kit, out / f"{KIT_NAME}.zip")
+    return kit
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0]) if argv else ROOT / "_build" / "student-kit"
+    kit = build_kit(out.resolve())
+    n = len(list((kit / "notebooks").rglob("*.ipynb")))
+    print(f"课程包：{kit}（{n} 个笔记本）和 {kit.parent / (KIT_NAME + '.zip')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

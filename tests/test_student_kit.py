@@ -1,0 +1,508 @@
+"""The course kit (``make student-kit``) and the teacher's grader (``python -m tmath grade``).
+
+The kit is built into a temporary folder and installed into a fresh venv with only
+its wheel and its pinned requirements (``pip install --no-deps``, from pip's cache);
+every student notebook runs there, two at a time, except the ones that need PyTorch,
+which are listed by the same rule the setup cells use (``setup_cells.needs_torch``)
+and named in the kit's README: installing the CPU build of torch and transformers
+into the venv would cost more than the rest of the test, and the full edition's
+tests run those notebooks with torch.  Then the kit is scanned, wheel unzipped, for
+any sentence of any solution and for any key value, and the same scans are shown to
+find them in the full edition; the kit's ``tmath.check`` is run on every key, right
+and wrong answers.  The grader turns two fake submissions (the README's worked
+example) into a ``grades.csv`` written here by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import ROOT
+from test_student_edition import CHAPTERS, _sentences, served_text
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import student_kit  # noqa: E402  (scripts/, on the path through conftest)
+from student_edition import solution_texts, strip_notebook  # noqa: E402
+
+from setup_cells import needs_torch  # noqa: E402
+
+FULL_NOTEBOOKS = [ROOT / f"{p}.ipynb" for p in student_kit.toc_pages() if (ROOT / f"{p}.ipynb").is_file()]
+
+
+# --- building and installing the kit --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kit(tmp_path_factory) -> Path:
+    return student_kit.build_kit(tmp_path_factory.mktemp("kit"))
+
+
+def _clean_env(extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(PYTHONNOUSERSITE="1", OPENBLAS_NUM_THREADS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture(scope="module")
+def kit_python(kit, tmp_path_factory) -> Path:
+    """A fresh venv holding only the kit's wheel and its pinned requirements."""
+    venv = tmp_path_factory.mktemp("kit-venv") / "venv"
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    wheel = next(kit.glob("tmath-*.whl"))
+    proc = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+         "-r", str(kit / "requirements.txt"), str(wheel)],
+        capture_output=True, text=True, env=_clean_env(),
+    )
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    print(f"\nkit venv installed in {time.monotonic() - start:.0f} s")
+    return python
+
+
+def test_make_student_kit_writes_a_folder_and_its_zip(kit):
+    assert kit.name == student_kit.KIT_NAME
+    files = sorted(str(p.relative_to(kit)) for p in kit.rglob("*") if p.is_file())
+    assert {"README.md", "requirements.txt"} <= set(files)
+    assert len([f for f in files if f.endswith(".whl")]) == 1
+    notebooks = [f for f in files if f.endswith(".ipynb")]
+    assert sorted(notebooks) == sorted(f"notebooks/{p.relative_to(ROOT / 'book')}" for p in FULL_NOTEBOOKS)
+    with zipfile.ZipFile(kit.parent / f"{student_kit.KIT_NAME}.zip") as z:
+        assert sorted(z.namelist()) == sorted(f"{kit.name}/{f}" for f in files)
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^student-kit:.*\n\t\$\(BIN\)/python scripts/student_kit.py _build/student-kit$",
+                     makefile, re.M)
+
+
+def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit, kit_python):
+    pins = [line for line in (kit / "requirements.txt").read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    names = {line.split("==")[0] for line in pins}
+    assert all("==" in line for line in pins)
+    assert {"numpy", "sympy", "matplotlib", "mplfonts", "ipywidgets", "myst-nb", "jupyterlab",
+            "ipykernel"} <= names
+    assert not names & {"jupyter-book", "playwright", "torch", "transformers", "pytest", "nbval", "ruff",
+                        "sphinx-book-theme", "pypdf", "hypothesis"}
+    check = subprocess.run([str(kit_python), "-m", "pip", "check"], capture_output=True, text=True)
+    assert check.returncode == 0, f"the pinned set is not closed:\n{check.stdout}"
+
+
+def test_the_kit_tmath_is_the_wheel_without_keys(kit, kit_python):
+    probe = subprocess.run(
+        [str(kit_python), "-c",
+         "import importlib.util, tmath, tmath.exercises as e\n"
+         "print(tmath.__file__)\n"
+         "print(importlib.util.find_spec('tmath.answer_keys'))\n"
+         "print(e.has_keys(), len(e.labels()), {k.compute for k in e._KEYS.values()})"],
+        capture_output=True, text=True, cwd=kit, env=_clean_env(),
+    )
+    assert probe.returncode == 0, probe.stderr
+    where, spec, keys = probe.stdout.splitlines()
+    assert str(kit_python.parents[1]) in where, "the kit venv imports its own tmath"
+    assert spec == "None" and keys == f"False {len(_full_labels())} {{None}}"
+    with zipfile.ZipFile(next(kit.glob("tmath-*.whl"))) as z:
+        names = z.namelist()
+    assert "tmath/_answer_hashes.py" in names and "tmath/exercises.py" in names
+    assert not [n for n in names if "answer_keys" in n]
+    # The full edition's library does carry the keys, one call away.
+    assert (ROOT / "lib" / "tmath" / "answer_keys" / "tour.py").is_file()
+    import tmath.exercises
+
+    assert tmath.exercises._KEYS["ex-tour-1"].compute() == 125226240
+
+
+def test_kit_cannot_grade(kit, kit_python, tmp_path):
+    (tmp_path / "in").mkdir()
+    proc = subprocess.run([str(kit_python), "-m", "tmath", "grade", str(tmp_path / "in"), "--out",
+                           str(tmp_path / "g.csv")], capture_output=True, text=True, env=_clean_env())
+    assert proc.returncode == 2 and "课程包版" in proc.stderr and not (tmp_path / "g.csv").exists()
+
+
+# --- every student notebook runs in the kit's venv -------------------------------------------------
+
+#: Student notebooks that fail in an installed tmath, with the text of their error. crossover reads
+#: tests/hf_configs/gemma-2-9b.json through the repository's layout (Path(tmath.__file__).parents[2]),
+#: which no installed tmath has (the kit's, nor Colab's). The fix belongs in the chapter (a preset,
+#: or a config shipped inside tmath); until then this test demands exactly this failure, so that
+#: the fix shows up here as a failure asking to empty this table.
+KNOWN_BROKEN = {"notebooks/ledger/crossover.ipynb": "hf_configs/gemma-2-9b.json' not found"}
+
+
+def test_every_student_notebook_runs_in_the_kit_venv(kit, kit_python, tmp_path):
+    notebooks = sorted((kit / "notebooks").rglob("*.ipynb"))
+    torch = [p for p in notebooks if needs_torch(nbformat.read(p, as_version=4))]
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    # Excluded, and said so: these install torch and transformers on first run (README).
+    assert {str(p.relative_to(kit)) for p in torch} == set(re.findall(r"`(notebooks/[^`]+\.ipynb)`", readme))
+    assert len(torch) == 3
+    run = [p for p in notebooks if p not in torch]
+    assert len(run) == len(notebooks) - len(torch) >= 18
+    env = _clean_env({"JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data"), "MPLBACKEND": "Agg",
+                      "PATH": f"{kit_python.parent}:{os.environ['PATH']}"})
+
+    def execute(path: Path) -> tuple[Path, int, str, float]:
+        start = time.monotonic()
+        proc = subprocess.run(
+            [str(kit_python.parent / "jupyter"), "nbconvert", "--to", "notebook", "--execute",
+             "--ExecutePreprocessor.timeout=900", "--output-dir", str(tmp_path / path.parent.name),
+             str(path)],
+            capture_output=True, text=True, env=env, cwd=tmp_path,
+        )
+        return path, proc.returncode, proc.stderr[-3000:], time.monotonic() - start
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(execute, run))
+    wall = time.monotonic() - start
+    print(f"\n{len(run)} student notebooks in the kit venv: {wall:.0f} s wall on 2 workers")
+    for path, _, _, seconds in results:
+        print(f"  {path.relative_to(kit)}: {seconds:.0f} s")
+    failed = {str(p.relative_to(kit)): err for p, code, err, _ in results if code}
+    unexpected = {n: e for n, e in failed.items() if KNOWN_BROKEN.get(n, "\0") not in e}
+    assert not unexpected, f"student notebooks that fail in the kit's venv: {unexpected}"
+    fixed = set(KNOWN_BROKEN) - set(failed)
+    assert not fixed, f"these notebooks run now: remove them from KNOWN_BROKEN: {fixed}"
+    # The answer cells ran and spoke: each says the exercise is not answered yet.
+    executed = nbformat.read(tmp_path / "intro" / "tour.ipynb", as_version=4)
+    said = [o["data"]["text/plain"] for c in executed.cells if "answer" in c.metadata.get("tags", [])
+            for o in c.outputs if "text/plain" in o.get("data", {})]
+    assert said and all("尚未作答" in s for s in said)
+
+
+# --- nothing in the kit is a solution or a key -----------------------------------------------------
+
+
+def _full_labels() -> list[str]:
+    from tmath.exercises import labels
+
+    return labels()
+
+
+def _full_edition_texts() -> tuple[list[str], list[str]]:
+    kept, removed = [], []
+    for path in FULL_NOTEBOOKS:
+        k, r = solution_texts(nbformat.read(path, as_version=4))
+        kept += k
+        removed += r
+    return kept, removed
+
+
+def solution_sentences() -> set[str]:
+    """Sentences (``_sentences``, as the student site's scan) that only the solutions hold."""
+    kept, removed = _full_edition_texts()
+    outside = _sentences(kept)
+    return {s for s in _sentences(removed) if not any(s in o for o in outside)}
+
+
+def kit_texts(kit: Path, scratch: Path) -> dict[str, str]:
+    """Every file of the kit (folder and zip) as text, the wheel's members included."""
+    texts = {}
+    for path in sorted(kit.parent.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = str(path.relative_to(kit.parent))
+        if path.suffix not in (".whl", ".zip"):
+            texts[rel] = served_text(path)
+            continue
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                data = z.read(name)
+                if name.endswith((".whl", ".zip")):  # the wheel inside the zip
+                    inner = scratch / f"{len(texts)}-{Path(name).name}"
+                    inner.write_bytes(data)
+                    with zipfile.ZipFile(inner) as w:
+                        texts.update({f"{rel}:{name}:{n}": w.read(n).decode("utf-8", errors="replace")
+                                      for n in w.namelist()})
+                elif name.endswith(".ipynb"):
+                    copy = scratch / f"{len(texts)}.ipynb"
+                    copy.write_bytes(data)
+                    texts[f"{rel}:{name}"] = served_text(copy)
+                else:
+                    texts[f"{rel}:{name}"] = data.decode("utf-8", errors="replace")
+    return texts
+
+
+def test_kit_holds_no_solution_text_and_the_scan_finds_it_in_the_full_edition(kit, tmp_path):
+    secrets = solution_sentences()
+    assert len(secrets) > 100, "expected many solution sentences in the full edition"
+    found_in_full = {p.name for p in FULL_NOTEBOOKS if any(s in served_text(p) for s in secrets)}
+    assert len(found_in_full) >= len(CHAPTERS), f"the scan sees solutions in only {found_in_full}"
+    texts = kit_texts(kit, tmp_path)
+    assert sum(k.endswith(".ipynb") for k in texts) == 2 * len(FULL_NOTEBOOKS), "folder and zip"
+    assert sum(k.endswith(".whl:tmath/exercises.py") for k in texts) == 2, "wheel in folder and zip"
+    leaks = {name: hits[:2] for name, text in texts.items() if (hits := [s for s in secrets if s in text])}
+    assert not leaks, f"solution text in the kit: {leaks}"
+    markers = [n for n, t in texts.items() if re.search(r"solution-(start|end)|\{solution\}", t)]
+    assert not markers, f"solution markers in the kit: {markers}"
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _significant(form: str) -> int:
+    mantissa = re.split(r"e|×", form)[0]
+    digits = re.sub(r"[^0-9]", "", mantissa).lstrip("0")
+    return len(digits.rstrip("0")) if "." in mantissa else len(digits)
+
+
+def written_forms(value: float) -> set[str]:
+    """How a student would see ``value`` written: 125226240, 125,226,240, 1.252e+08, 1.25226e8,
+    1.252 × 10⁸ (the book's), 32.08, ... with at least 4 significant digits (shorter numbers
+    such as 8 or 108 occur everywhere in a book about sizes and say nothing)."""
+    from tmath import fmt
+
+    v = float(value)
+    forms = set()
+    if v.is_integer() and abs(v) < 1e16:
+        forms |= {str(int(v)), f"{int(v):,}"}
+    for digits in range(4, 10):
+        forms.add(f"{v:.{digits}g}")
+        mantissa, exponent = f"{v:.{digits - 1}e}".split("e")
+        e = int(exponent)
+        forms |= {f"{mantissa}e{exponent}", f"{mantissa}e{e}",
+                  f"{mantissa} × 10{str(e).translate(_SUPERSCRIPT)}"}
+    forms.add(fmt.num(v))
+    return {f for f in forms if _significant(f) >= 4}
+
+
+def _pattern(*forms: str) -> re.Pattern:
+    """Any of ``forms`` standing as a number of its own (not inside 132.08 or a hex digest)."""
+    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(r"(?<![\w.,])(" + alternatives + r")(?![\w]|[.,]\d)")
+
+
+def _found(forms: dict[str, set[str]], text: str) -> dict[str, set[str]]:
+    """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
+    owners: dict[str, list[str]] = {}
+    for label, fs in forms.items():
+        for f in fs:
+            owners.setdefault(f, []).append(label)
+    hits: dict[str, set[str]] = {}
+    if not owners:
+        return hits
+    for m in _pattern(*owners).finditer(text):
+        for label in owners[m.group(1)]:
+            hits.setdefault(label, set()).add(m.group(1))
+    return hits
+
+
+def _key_forms() -> dict[str, set[str]]:
+    import tmath.exercises as ex
+
+    _full_labels()
+    return {label: written_forms(key.compute()) for label, key in ex._KEYS.items()}
+
+
+def test_written_forms_of_a_key():
+    forms = written_forms(125226240)
+    assert {"125226240", "125,226,240", "1.252e+08", "1.25226e+08", "1.2523e8", "1.252 × 10⁸"} <= forms
+    assert "32.08" in written_forms(32.07813314525774) and "8" not in written_forms(8.0)
+    assert _pattern("32.08").search("占 32.08%") and not _pattern("32.08").search("132.08")
+    assert not _pattern("125226240").search("a125226240b") and not _pattern("32.08").search("32.081")
+    assert _found({"ex-a": {"32.08"}, "ex-b": {"125,226,240"}}, "共 125,226,240 个，占 32.08%") == {
+        "ex-a": {"32.08"}, "ex-b": {"125,226,240"}}
+
+
+def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit, tmp_path):
+    kept, removed = _full_edition_texts()
+    forms = _key_forms()
+    # A value the book prints outside any solution, in any form, is public anyway (a table, a
+    # prose figure): the kit cannot leak it, and "40960" in Qwen3's preset is the same number.
+    # A value with no form of 4 significant digits (8, 108, 2.0) is not searched: such short
+    # numbers are everywhere. Every other key value must not be in the kit.
+    shown = _found(forms, "\n".join(kept))
+    secret = {label: fs for label, fs in forms.items() if fs and label not in shown}
+    print(f"\n{len(secret)} key values scanned; printed outside solutions in the full edition: "
+          f"{ {k: sorted(v) for k, v in sorted(shown.items())} }; "
+          f"too short to scan: {sorted(k for k, fs in forms.items() if not fs)}")
+    in_solutions = _found(secret, "\n".join(removed))
+    assert len(in_solutions) >= 40, f"the scan finds only {len(in_solutions)} key values in the solutions"
+    leaks = {name: sorted(f"{k}={v}" for k, vs in hits.items() for v in vs)[:3]
+             for name, text in kit_texts(kit, tmp_path).items() if (hits := _found(secret, text))}
+    assert not leaks, f"key values in the kit: {leaks}"
+
+
+# --- the kit's tmath.check tells right from wrong without the keys ---------------------------------
+
+
+def _answers_both_ways() -> list[tuple[str, float, bool]]:
+    """(label, value, right?) for every key: the hand-calculated key and points inside the
+    tolerance are right; beyond 1.25 times the tolerance, off by one, or half a count, wrong."""
+    import tmath.exercises as ex
+
+    cases = []
+    for label in _full_labels():
+        key = ex._KEYS[label]
+        e = float(key.compute())
+        cases.append((label, key.hand_value(e), True))
+        if key.count:
+            slack = int(key.abs_tol)
+            cases += [(label, e + slack, True), (label, e - slack - 1, False), (label, e + slack + 1, False),
+                      (label, e + 0.5, False)]
+        else:
+            span = key.abs_tol or abs(e) * key.rel_tol
+            cases += [(label, e + 0.9 * span, True), (label, e - 0.9 * span, True),
+                      (label, e + 1.3 * span, False), (label, e - 1.3 * span, False),
+                      (label, -e or 1.0, False)]
+    return cases
+
+
+def test_kit_check_tells_right_from_wrong_on_every_key(kit, kit_python):
+    import tmath
+
+    cases = _answers_both_ways()
+    script = ("import json, sys, tmath\n"
+              "cases = json.load(sys.stdin)\n"
+              "print(json.dumps([[tmath.check(v, label).correct, repr(tmath.check(v, label))]"
+              " for label, v, _ in cases]))\n")
+    proc = subprocess.run([str(kit_python), "-c", script], input=json.dumps(cases), capture_output=True,
+                          text=True, env=_clean_env(), cwd=kit)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdicts = json.loads(proc.stdout)
+    wrong = [(label, v, right, said) for (label, v, right), (ok, said) in zip(cases, verdicts, strict=True)
+             if ok != right]
+    assert not wrong, f"the kit's check misjudges: {wrong[:10]}"
+    # the same verdicts as the full edition's check, word for word
+    full = [repr(tmath.check(v, label)) for label, v, _ in cases]
+    assert [said for _, said in verdicts] == full
+    labels_checked = {label for label, _, _ in cases}
+    assert len(labels_checked) >= 20 and {r for *_, r in cases} == {True, False}
+    assert any("答案是个数，应为整数" in said for _, said in verdicts)
+
+
+# --- grading: the README's worked example -----------------------------------------------------------
+
+TOUR_KEYS = {"ex-tour-1": 2, "ex-tour-2": 1, "ex-tour-3": 2, "ex-tour-4": 1, "ex-tour-5": 1}
+
+
+def _chapter() -> nbformat.NotebookNode:
+    """A small chapter with the tour's five exercises, solutions included (as the book writes them)."""
+    cells = [nbformat.v4.new_markdown_cell("# 导览：练习"), nbformat.v4.new_code_cell("import math")]
+    for label in TOUR_KEYS:
+        cells.append(nbformat.v4.new_markdown_cell(
+            f"```{{exercise-start}}\n:label: {label}\n```\n题目 {label}。\n```{{exercise-end}}\n```\n\n"
+            f"```{{solution-start}} {label}\n:class: dropdown\n```\n解答。\n```{{solution-end}}\n```"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "student-env", "display_name": "学生的环境", "language": "python"}
+    return nb
+
+
+def _submission(answers: dict[str, str], scratch: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """The student notebook of :func:`_chapter`, its answer cells filled in as a student would."""
+    nb = strip_notebook(_chapter())
+    cells = []
+    for cell in nb.cells:
+        if "answer" in cell.metadata.get("tags", []):
+            exercise = cell.metadata["tmath"]["exercise"]
+            if scratch and exercise in scratch:
+                cells.append(nbformat.v4.new_code_cell(scratch[exercise]))
+            for label, value in answers.items():
+                blank, filled = f'my_answer("{label}", None)', f'my_answer("{label}", {value})'
+                cell.source = cell.source.replace(blank, filled)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+ALICE = {  # partly right: ex-tour-4 is the classic 4, ex-tour-5 left blank
+    "ex-tour-1": "12 * (12 * 768**2 + 13 * 768) + (50257 + 2048) * 768 + 2 * 768",
+    "ex-tour-1/share": "32.08", "ex-tour-2": "108", "ex-tour-3/extra": "50257 * 12288",
+    "ex-tour-3/share": "0.72", "ex-tour-4": "4",
+}
+BOB = {  # crashes: his first answer cell uses a name he never defined, a scratch cell divides by zero
+    "ex-tour-1": "n_params", "ex-tour-1/share": "32.1", "ex-tour-2": "107", "ex-tour-3/extra": "617558016",
+    "ex-tour-3/share": "0.7192", "ex-tour-4": "3.9998",
+}
+BOB_SCRATCH = {"ex-tour-3": "ratio = 12 / 0"}
+
+EXPECTED_GRADES = """\
+学生,状态,得分,满分,ex-tour-1,ex-tour-1/share,ex-tour-2,ex-tour-3/extra,ex-tour-3/share,ex-tour-4,ex-tour-5
+alice,已评分,5,7,1,1,1,1,1,0,
+bob,执行出错：tour.ipynb 第 4 个单元格 NameError: name 'n_params' is not defined（另有 1 个单元格出错），\
+其余单元格照常运行，读到的答案照常计分,3,7,,,0,1,1,1,
+"""
+
+
+def _grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tmath", "grade", str(submissions), "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=900,
+    )
+
+
+def test_grade_worked_example(tmp_path):
+    """Two fake submissions, one partly right and one that crashes: the README's example."""
+    submitted = tmp_path / "submitted"
+    for student, nb in (("alice", _submission(ALICE)), ("bob", _submission(BOB, BOB_SCRATCH))):
+        (submitted / student).mkdir(parents=True)
+        nbformat.write(nb, submitted / student / "tour.ipynb")
+    proc = _grade(submitted, tmp_path / "grades" / "grades.csv", "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr
+    raw = (tmp_path / "grades" / "grades.csv").read_bytes()
+    assert raw.startswith("\ufeff".encode()), "a byte-order mark, for spreadsheet programs"
+    assert raw.decode("utf-8-sig") == EXPECTED_GRADES
+    rows = list(csv.reader(io.StringIO(EXPECTED_GRADES)))
+    assert len(rows) == 3 and all(len(r) == 4 + sum(TOUR_KEYS.values()) for r in rows)
+    # the README shows the same table
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```csv\n(.*?)```", readme, re.S)
+    assert block and block.group(1) == EXPECTED_GRADES
+    # feedback in Chinese, with the tolerance, never the key
+    bob = (tmp_path / "grades" / "feedback" / "bob.md").read_text(encoding="utf-8")
+    assert "得分：3 / 7" in bob and "ex-tour-4：✓ 正确（容差：相对误差 ≤ 0.001%" in bob
+    assert "ex-tour-1：没有读到答案：答案单元格运行出错（NameError" in bob
+    alice = (tmp_path / "grades" / "feedback" / "alice.md").read_text(encoding="utf-8")
+    assert "ex-tour-4：✗ 还不对" in alice and "ex-tour-5：未作答" in alice
+    for text in (alice, bob):
+        assert not _found(_key_forms(), text)
+    assert (tmp_path / "grades" / "autograded" / "bob" / "tour.ipynb").is_file()
+
+
+def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(tmp_path):
+    submitted = tmp_path / "submitted"
+    submitted.mkdir()
+    (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
+    nbformat.write(_submission({}, {"ex-tour-2": "while True:\n    pass"}), submitted / "dave.ipynb")
+    (submitted / "erin").mkdir()
+    (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
+    with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
+        z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
+    (submitted / ".DS_Store").write_bytes(b"\0")
+    release = tmp_path / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
+    release.mkdir(parents=True)
+    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
+    proc = _grade(submitted, tmp_path / "grades.csv", "--timeout", "20", "--jobs", "2",
+                  "--release", str(release.parent))
+    assert proc.returncode == 0, proc.stderr
+    table = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig")
+    rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
+    assert set(rows) == {"学生", "carol", "dave", "erin", "frank"}
+    assert rows["carol"][1:] == [
+        "不是笔记本：carol.ipynb 无法按 Jupyter 笔记本（.ipynb）读取：不是 JSON 文件", "0", "7", *[""] * 7]
+    assert rows["dave"][1].startswith("超时：dave.ipynb 超过 20 秒没有运行完") and rows["dave"][2] == "0"
+    assert rows["erin"][1] == "没有找到笔记本：交来的是 作业.pdf，没有 .ipynb 文件"
+    assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
+
+
+def test_grade_refuses_bad_input_in_chinese(tmp_path):
+    proc = _grade(tmp_path / "nowhere", tmp_path / "g.csv")
+    assert proc.returncode == 2 and "SUBMISSIONS_DIR" in proc.stderr and "不是一个文件夹" in proc.stderr
+    (tmp_path / "in").mkdir()
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--timeout", "0")
+    assert proc.returncode == 2 and "--timeout 必须大于 0" in proc.stderr
