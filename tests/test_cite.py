@@ -33,3 +33,15 @@ def test_unknown_key_and_missing_citation_name_the_fix(monkeypatch):
     monkeypatch.delitem(CITATIONS, "brown2020gpt3")
     with pytest.raises(ValueError, match="add it to tmath.sources.CITATIONS"):
         cite("brown2020gpt3")
+
+
+@pytest.mark.parametrize("key", sorted(SOURCES))
+def test_the_short_form_is_the_author_and_year(key):
+    short = cite(key, short=True)
+    assert short and cite(key).startswith(short) and key not in short
+    assert "《" not in short, short
+
+
+def test_short_examples():
+    assert cite("brown2020gpt3", short=True) == "Brown 等（2020）"
+    assert cite("nvidia-h100-datasheet", short=True) == "NVIDIA"

@@ -109,6 +109,12 @@ class Erratum:
         """``correction`` with its ``{name}`` fields filled from :attr:`values`."""
         return self._filled(self.correction)
 
+    def computation(self) -> str:
+        """The code that settles this erratum, as the appendix shows it: the ``compute=`` (or
+        ``verify=``) expression of its entry in this module, preceded by the module's helper
+        functions and constants it uses (and theirs), read from the source, not retyped."""
+        return _computation_source(self.key)
+
     def row(self) -> dict[str, str]:
         """The appendix row, formatted."""
         if self.is_numeric:
@@ -126,6 +132,51 @@ class Erratum:
             "cause": self.cause_text(),
             "chapter": self.chapter,
         }
+
+
+def _computation_source(key: str) -> str:
+    """See :meth:`Erratum.computation`."""
+    import ast
+    import inspect
+    import sys
+
+    src = inspect.getsource(sys.modules[__name__])
+    tree = ast.parse(src)
+    defs: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("ERRATA"):
+                    defs[t.id] = node
+    expr = kind = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Erratum":
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("key"), ast.Constant) and kw["key"].value == key:
+                kind = "compute" if "compute" in kw else "verify"
+                expr = kw[kind]
+                break
+    if expr is None:
+        raise ValueError(f"erratum {key!r} is not an Erratum(...) entry of tmath.errata")
+
+    order: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in defs and n.id not in order:
+                order.append(n.id)
+                visit(defs[n.id])
+                order.remove(n.id)
+                order.append(n.id)  # after what it uses
+
+    visit(expr)
+    parts = [ast.get_source_segment(src, defs[name]) for name in order]
+    text = ast.get_source_segment(src, expr)
+    parts.append(f"{kind} = ({text})" if "\n" in text else f"{kind} = {text}")  # a wrapped lambda
+    return "\n\n".join(parts)
 
 
 def _softmax(x) -> np.ndarray:

@@ -42,22 +42,27 @@ def source(key: str) -> Source:
         ) from None
 
 
-def cite(key: str) -> str:
+def cite(key: str, *, short: bool = False) -> str:
     """A source as the book prints it: a short Chinese citation, never the raw key.
 
     ``cite("nvidia-h100-datasheet")`` gives ``NVIDIA《H100 Tensor Core GPU 数据手册》``,
     ``cite("brown2020gpt3")`` gives ``Brown 等（2020）《Language Models are Few-Shot
-    Learners》``.  Use it wherever a cell *prints* a source (prose cites with
-    ``{cite}`key```, which the bibliography renders).  Unknown keys, and keys with no
-    citation text yet, raise ``ValueError`` naming the key and the fix.
+    Learners》``; ``short=True`` keeps only the author and year (``Brown 等（2020）``) for
+    a narrow table column whose neighbour already names the work.  Use it wherever a cell
+    *prints* a source (prose cites with ``{cite}`key```, which the bibliography renders).
+    Unknown keys, and keys with no citation text yet, raise ``ValueError`` naming the key
+    and the fix.
     """
     source(key)  # unknown key: the registry's error, listing the known keys
     try:
-        return CITATIONS[key]
+        text = CITATIONS[key]
     except KeyError:
         raise ValueError(
             f"source {key!r} has no printed citation: add it to tmath.sources.CITATIONS"
         ) from None
+    if short and "《" in text:
+        text = text.split("《", 1)[0].rstrip("，") or text
+    return text
 
 
 #: key -> how a printed output names the source (author or publisher, year, title).
