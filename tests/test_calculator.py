@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 import pytest
 
@@ -149,3 +151,15 @@ def test_widget_reads_a_model_folder_and_refuses_cleanly(tmp_path):
     assert cfg.wrapper == "gemma3" and cfg.name == tmp_path.name
     with pytest.raises(ValueError, match="嵌套太深"):
         calculator._read_config("", [{"name": "deep.json", "content": b"[" * 10**5}])
+
+
+def test_ledger_text_wraps_its_sentences_to_a_page_column():
+    from tmath.ledger import _width
+
+    full = calculator.ledger_text("llama3-70b", seq_len=4096, tp=8)
+    assert max(_width(line) for line in full.splitlines()) > 80  # the command line's lines
+    text = calculator.ledger_text("llama3-70b", seq_len=4096, tp=8, width=76)
+    assert max(_width(line) for line in text.splitlines()) <= 76
+    assert text.startswith("部署：可行：") and text.splitlines()[1].startswith("  ")
+    # the same words, only broken: without the whitespace the two texts are equal
+    assert re.sub(r"\s+", "", text) == re.sub(r"\s+", "", full)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 
 from book_pdf import toc_pages
@@ -84,3 +85,28 @@ def test_numbers_in_causes_are_computed(e):
     typed = typed_figures(e.cause) + typed_figures(e.correction)
     assert not typed, f"{e.key}: typed figures {typed}; put them in values() as {{fields}}"
     e.cause_text(), e.correction_text()  # every field is filled
+
+
+@pytest.mark.parametrize("e", ERRATA, ids=lambda e: e.key)
+def test_the_appendix_shows_the_code_that_settles_each_erratum(e):
+    """Erratum.computation() is the entry's compute= or verify= read from tmath/errata.py, with
+    every helper function of that module it calls defined above it: the code runs as shown."""
+    import ast
+
+    import tmath.errata as module
+
+    code = e.computation()
+    tree = ast.parse(code)
+    last = tree.body[-1]
+    assert isinstance(last, ast.Assign) and last.targets[0].id == ("compute" if e.is_numeric else "verify")
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id.startswith("_")
+              and callable(getattr(module, n.id, None))}
+    assert called <= defined, f"{e.key}: helpers used but not shown: {sorted(called - defined)}"
+    namespace = {"np": np, "math": math}
+    exec(compile(tree, f"<erratum {e.key}>", "exec"), namespace)  # noqa: S102
+    shown = namespace["compute" if e.is_numeric else "verify"]
+    if e.is_numeric:
+        assert shown() == pytest.approx(e.recomputed(), rel=1e-12)
+    else:
+        assert shown() is True

@@ -218,3 +218,31 @@ def test_a_notebook_that_uses_the_registry_is_clean(tmp_path):
         name="clean.ipynb",
     )
     assert notation.undeclared_symbols(path) == []
+
+
+# --- the capacity convention the page states ------------------------------------------------
+
+def test_capacity_convention_on_the_page_matches_the_hardware_table():
+    """The notation page types the H100's capacity figures: they must be tmath.hardware's."""
+    from tmath import fmt
+    from tmath.hardware import hardware
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU
+
+    text = PAGE.read_text(encoding="utf-8")
+    section = text.split("## 显存容量", 1)[1].split("\n## ", 1)[0]
+    h100 = hardware("H100")
+    runtime = h100.runtime_total_bytes
+    for figure in (
+        fmt.num(h100.hbm_bytes),                            # 85,899,345,920 bytes
+        f"{h100.hbm_bytes / 1e9:.1f}",                      # 85.9
+        f"{h100.hbm_bytes / 2**30:.0f} GiB",                # 80 GiB
+        f"{runtime / 2**20:,.0f} MiB",                      # nvidia-smi's 81,559 MiB
+        f"{runtime / 1e9:.2f}",                             # 85.52
+        f"{runtime / 2**30:.1f} GiB",                       # 79.6 GiB
+        f"{WORKSPACE_BYTES_PER_GPU / 1e9:.0f} GB",          # the 5 GB workspace
+        f"{100 * (1 - 80e9 / h100.hbm_bytes):.0f}%",        # 80e9 understates by 7 %
+        f"{(h100.hbm_bytes - runtime) / 1e9:.1f} GB",       # the driver keeps < 0.4 GB
+    ):
+        assert figure in section, f"the notation page's capacity section lacks {figure!r}"
+    for name in ("A100", "H200", "V100"):
+        assert f"{hardware(name).hbm_bytes / 2**30:.0f} GiB" in section, name

@@ -279,8 +279,9 @@ def tex_in_title(html: str) -> list[str]:
 
 # What a reader sees as a result: prose, tables and cell outputs (which myst-nb renders in a
 # ``.highlight`` box inside ``.cell_output``); not the code typed in a cell (``.cell_input``),
-# a code block of the prose, nor inline code.
-_SHOWN_SKIP = ("script", "style", "head", "code", ".cell_input")
+# a code block of the prose, a Python listing an output shows (``.highlight-python``: the
+# errata appendix prints the code that settles each erratum), nor inline code.
+_SHOWN_SKIP = ("script", "style", "head", "code", ".cell_input", ".highlight-python")
 _NEG_ZERO = re.compile(r"(?<![\w.])[−-]0(?:\.0*)?(?![\d.])")
 _PY_OPERATOR = re.compile(r"[\w)\]]\s?\*\*?\s?[\w(]")
 
@@ -477,6 +478,8 @@ def test_negative_zero(text, found):
     ("<p><code>2**30</code></p>", False), ("<div class='cell_input'><pre>a*b</pre></div>", False),
     ("<p>注*</p>", False), ("<div class='highlight'><pre>a*b</pre></div>", False),
     ("<div class='cell_output'><div class='highlight'><pre>T* = 34*H/5</pre></div></div>", True),
+    ("<div class='cell_output'><div class='highlight-python'><div class='highlight'><pre>a*b</pre>"
+     "</div></div></div>", False),
 ])
 def test_python_notation(text, found):
     assert bool(python_notation(page(text))) == found

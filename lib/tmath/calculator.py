@@ -45,11 +45,37 @@ def ledger(model: Any, *, seq_len: int | None = None, batch: int = 1, dtype: str
                         hbm_bytes=hbm_bytes)
 
 
-def ledger_text(model: Any, **settings: Any) -> str:
-    """The ledger as the aligned text table the command line prints."""
+def ledger_text(model: Any, *, width: int | None = None, **settings: Any) -> str:
+    """The ledger as the aligned text table the command line prints.
+
+    ``width`` (columns, a CJK character counting two) wraps the sentences around the
+    table, the deployment verdict and the notes, at Chinese punctuation (，；：、), so
+    that a page column shows them whole; ``None`` leaves every line as the command line
+    prints it.
+    """
     from tmath.ledger import render_text
 
-    return render_text(ledger(model, **settings))
+    text = render_text(ledger(model, **settings))
+    if width is None:
+        return text
+    return "\n".join(wrapped for line in text.split("\n") for wrapped in _wrap_zh(line, width))
+
+
+def _wrap_zh(line: str, width: int) -> list[str]:
+    """``line`` broken after a Chinese comma, semicolon, colon or 、 into pieces of at most ``width``
+    columns (continuations indented by two spaces); a line with no such break stays whole."""
+    from tmath.ledger import _width
+
+    out: list[str] = []
+    while _width(line) > width:
+        cut = max((i for i, ch in enumerate(line) if ch in "，；：、" and _width(line[:i + 1]) <= width),
+                  default=None)
+        if cut is None:
+            break
+        out.append(line[:cut + 1])
+        line = "  " + line[cut + 1:].lstrip()
+    out.append(line)
+    return out
 
 
 SUMMARY_COLUMNS = (
@@ -63,7 +89,8 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
     """One row per model at the same settings (the columns are :data:`SUMMARY_COLUMNS`).
 
     A model whose context is shorter than ``seq_len`` is evaluated at its own context length.
-    The last column is the feasibility verdict: ``"可行（x GB）"``, ``"不可行（x GB > 80 GB）"``, or,
+    The last column is the feasibility verdict: ``"可行（x GB）"``, ``"不可行（x GB > 85.9 GB）"`` (an
+    H100: 80 GiB), or,
     when ``tp`` cannot split the model's heads, why (the numeric columns are then ``None``).
     """
     from tmath import count_params, kv_cache_bytes_per_token, training_flops
@@ -89,7 +116,7 @@ def summary_rows(models, *, seq_len: int = 4096, batch: int = 1, dtype: str = "b
         f, p, kv, feas = led["training_flops"], led["params"], led["kv_cache"], led["feasibility"]
         need, cap = feas["needed_bytes_per_gpu"] / 1e9, feas["hbm_bytes_per_gpu"] / 1e9
         verdict = (f"可行（{need:,.1f} GB）" if feas["feasible"]
-                   else f"不可行（{need:,.1f} GB > {cap:,.0f} GB）")
+                   else f"不可行（{need:,.1f} GB > {cap:,.1f} GB）")
         rows.append((
             led["model"]["name"],
             t,

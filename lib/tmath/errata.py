@@ -109,6 +109,12 @@ class Erratum:
         """``correction`` with its ``{name}`` fields filled from :attr:`values`."""
         return self._filled(self.correction)
 
+    def computation(self) -> str:
+        """The code that settles this erratum, as the appendix shows it: the ``compute=`` (or
+        ``verify=``) expression of its entry in this module, preceded by the module's helper
+        functions and constants it uses (and theirs), read from the source, not retyped."""
+        return _computation_source(self.key)
+
     def row(self) -> dict[str, str]:
         """The appendix row, formatted."""
         if self.is_numeric:
@@ -126,6 +132,51 @@ class Erratum:
             "cause": self.cause_text(),
             "chapter": self.chapter,
         }
+
+
+def _computation_source(key: str) -> str:
+    """See :meth:`Erratum.computation`."""
+    import ast
+    import inspect
+    import sys
+
+    src = inspect.getsource(sys.modules[__name__])
+    tree = ast.parse(src)
+    defs: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            defs[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("ERRATA"):
+                    defs[t.id] = node
+    expr = kind = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Erratum":
+            kw = {k.arg: k.value for k in node.keywords}
+            if isinstance(kw.get("key"), ast.Constant) and kw["key"].value == key:
+                kind = "compute" if "compute" in kw else "verify"
+                expr = kw[kind]
+                break
+    if expr is None:
+        raise ValueError(f"erratum {key!r} is not an Erratum(...) entry of tmath.errata")
+
+    order: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in defs and n.id not in order:
+                order.append(n.id)
+                visit(defs[n.id])
+                order.remove(n.id)
+                order.append(n.id)  # after what it uses
+
+    visit(expr)
+    parts = [ast.get_source_segment(src, defs[name]) for name in order]
+    text = ast.get_source_segment(src, expr)
+    parts.append(f"{kind} = ({text})" if "\n" in text else f"{kind} = {text}")  # a wrapped lambda
+    return "\n\n".join(parts)
 
 
 def _softmax(x) -> np.ndarray:
@@ -187,16 +238,6 @@ def _gpt3_many_gpus_reason() -> bool:
     state = training_bytes_per_param("mixed-adam").total * count_params(cfg).total
     years = REPORTED_RUNS["gpt3-175b"].reported_flops / hardware("V100").dense_flops / 3.15576e7
     return bool(act_full < 0.1 * hbm < hbm < act_batch_one_layer and state > 30 * hbm and years > 10)
-
-
-def _gpt3_paper_before_june_11() -> bool:
-    """The GPT-3 paper's arXiv id (YYMM.NNNNN) dates its first version before 2020-06-11."""
-    import re
-
-    from tmath.sources import source
-
-    yymm = re.search(r"abs/(\d{2})(\d{2})\.\d{5}", source("brown2020gpt3").where)
-    return yymm is not None and (2000 + int(yymm[1]), int(yymm[2])) < (2020, 6)
 
 
 def _gpt3_lr_smallest_batch_largest() -> bool:
@@ -389,16 +430,6 @@ ERRATA_GPT3: list[Erratum] = [
             "把全局批次（每次更新权重用的 token 数）当成了一张卡一次要装下的微批次。"
             "全局批次决定的是一步的计算量，不是一张卡的激活显存。"
         ),
-        chapter="book/gpt3/architecture",
-    ),
-    Erratum(
-        key="gpt3-release-date",
-        seed="000",
-        location="架构参数表：发布日期",
-        claim="发布日期 2020-06-11",
-        correction="论文第一版于 2020-05-28 发布在 arXiv（2005.14165）；2020-06-11 不是论文的日期",
-        verify=_gpt3_paper_before_june_11,
-        cause="arXiv 编号的前四位是投稿的年月：2005 即 2020 年 5 月，早于原文写的 6 月 11 日。",
         chapter="book/gpt3/architecture",
     ),
     Erratum(
@@ -1038,6 +1069,25 @@ def _flash_training_flops_ratio() -> float:
     )
 
 
+def _fmt():
+    from tmath import fmt
+
+    return fmt
+
+
+def _flash_128k_score_bytes() -> int:
+    """One bf16 score matrix of the seed's example: B = 1, N = 64, T = S = 128K."""
+    from tmath import attention_memory_bytes
+
+    return attention_memory_bytes(B=1, T=131072, S=131072, N=64, dtype_bytes=2)
+
+
+def _dao2022() -> dict:
+    from tmath.attention import DAO2022_GPT2_MEDIUM
+
+    return DAO2022_GPT2_MEDIUM
+
+
 ERRATA_FLASH: list[Erratum] = [
     Erratum(
         key="flash-128k-score-bytes",
@@ -1046,11 +1096,17 @@ ERRATA_FLASH: list[Erratum] = [
         claim="T=128K, N=64, B=1: 128K × 128K × 64 × 2 = 2 TB",
         stated=2.0,
         unit="TB",
-        compute=lambda: 131072**2 * 64 * 2 / 1e12,
+        compute=lambda: _flash_128k_score_bytes() / 1e12,
         cause=(
-            "131,072² × 64 × 2 字节 = 2.2 × 10¹² 字节，即 2.2 TB（十进制）或恰好 2 TiB（二进制）："
+            "{t}² × 64 × 2 字节 = {bytes} 字节，即 {tb} TB（十进制）或恰好 {tib} TiB（二进制）："
             "原文混用了两种单位。"
         ),
+        values=lambda: {
+            "t": _fmt().num(131072),
+            "bytes": _fmt().num(_flash_128k_score_bytes()),
+            "tb": _fmt().num(_flash_128k_score_bytes() / 1e12, 2),
+            "tib": _fmt().num(_flash_128k_score_bytes() / 2**40),
+        },
         chapter="book/flash/naive-memory",
         fmt=".3g",
         rel_tol=0.05,
@@ -1084,8 +1140,12 @@ ERRATA_FLASH: list[Erratum] = [
             "前向的 FLOPs 相同，训练时不同：FlashAttention 的反向不保存 P，要重算 S = QKᵀ，"
             "每层注意力点积从 12·B·T²·N·H 变成 14·B·T²·N·H（7/6 倍）。"
             "Dao 等人（2022）图 2 的 GPT-2 medium 前向加反向实测也是 FlashAttention 多："
-            "75.2 对 66.6 GFLOPs。"
+            "{flash} 对 {std} GFLOPs。"
         ),
+        values=lambda: {
+            "flash": _fmt().num(_dao2022()["gflops"]["flash"], 3),
+            "std": _fmt().num(_dao2022()["gflops"]["standard"], 3),
+        },
         chapter="book/flash/naive-memory",
         fmt=".4g",
     ),
@@ -1141,8 +1201,20 @@ def _gpt3_step_seconds_1024() -> float:
     """One step on the seed's own 1024 V100s at datasheet peak (125 TFLOP/s)."""
     from tmath.hardware import hardware
 
-    return _gpt3_step_flops() / (1024 * hardware("V100").dense_flops)
+    return _gpt3_step_flops() / (SEED_V100_COUNT * hardware("V100").dense_flops)
 
+
+def _v100():
+    from tmath.hardware import hardware
+
+    return hardware("V100")
+
+
+# Seed 000's V100 throughput (1.4e14 FLOP/s; the datasheet says 125e12), its GPU count and
+# its lower bound of the training energy.
+SEED_V100_FLOPS = 1.4e14
+SEED_V100_COUNT = 1024
+SEED_LOWER_BOUND_MWH = 93.0
 
 # Seed 000 quotes the measured figure from Patterson et al. 2021, Table 4.
 GPT3_MEASURED_MWH = 1287.0
@@ -1164,9 +1236,10 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="年",
         compute=lambda: math.log(2) / math.log(EFFICIENCY_ANNUAL_FACTOR),
         cause=(
-            "若两句说的是同一个量，它们互相矛盾：每年 1.28 倍对应的翻倍时间是 ln2 / ln1.28 年，而不是 2 年。"
+            "若两句说的是同一个量，它们互相矛盾：每年 {f} 倍对应的翻倍时间是 ln2 / ln{f} 年，而不是 2 年。"
             "两个数也可能出自不同的数据集（例如前沿加速器与全部 GPU），但原文没有注明。"
         ),
+        values=lambda: {"f": _fmt().num(EFFICIENCY_ANNUAL_FACTOR, 3)},
         chapter="book/energy/energy",
         fmt=".2f",
     ),
@@ -1179,9 +1252,14 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="倍",
         compute=lambda: EFFICIENCY_ANNUAL_FACTOR ** (2039 - 2024),
         cause=(
-            f"从 2024 年到 2039 年共 15 年，1.28¹⁵ ≈ {EFFICIENCY_ANNUAL_FACTOR ** 15:.1f} 倍，"
-            f"不是 4 倍；4 倍对应的只是到 2030 年的 6 年（1.28⁶ ≈ {EFFICIENCY_ANNUAL_FACTOR ** 6:.1f}）。"
+            "从 2024 年到 2039 年共 15 年，{f}¹⁵ ≈ {x15} 倍，"
+            "不是 4 倍；4 倍对应的只是到 2030 年的 6 年（{f}⁶ ≈ {x6}）。"
         ),
+        values=lambda: {
+            "f": _fmt().num(EFFICIENCY_ANNUAL_FACTOR, 3),
+            "x15": _fmt().num(EFFICIENCY_ANNUAL_FACTOR**15, 3),
+            "x6": _fmt().num(EFFICIENCY_ANNUAL_FACTOR**6, 2),
+        },
         chapter="book/energy/energy",
         fmt=".1f",
     ),
@@ -1194,9 +1272,15 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="FLOP/J",
         compute=_v100_flops_per_watt,
         cause=(
-            "V100 SXM2 数据手册的张量核心峰值是 125 TFLOP/s（fp16），不是 140；"
-            "125×10¹² / 300 W ≈ 4.17×10¹¹ FLOP/J。"
+            "V100 SXM2 数据手册的张量核心峰值是 {peak} TFLOP/s（fp16），不是 {seed_peak}；"
+            "{peak} × 10¹² FLOP/s ÷ {tdp} W ≈ {eff} FLOP/J。"
         ),
+        values=lambda: {
+            "peak": _fmt().num(_v100().dense_flops / 1e12),
+            "seed_peak": _fmt().num(SEED_V100_FLOPS / 1e12),
+            "tdp": _fmt().num(_v100().tdp_watts),
+            "eff": _fmt().sci(_v100_flops_per_watt(), 3),
+        },
         chapter="book/energy/energy",
         fmt=".3g",
     ),
@@ -1209,9 +1293,10 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="s",
         compute=_gpt3_step_seconds_1024,
         cause=(
-            "沿用了少算一半的每步 FLOPs（gpt3-step-flops）和偏高的 V100 峰值（v100-flops-per-watt）；"
-            "按原文自己的 1024 张卡、数据手册峰值、100% 利用率重算。"
+            "沿用了少算一半的每步 FLOPs（gpt3-step-flops）和偏高的 V100 峰值（见“V100 能效”一条）；"
+            "按原文自己的 {gpus} 张卡、数据手册峰值、满利用率（利用率为 1）重算。"
         ),
+        values=lambda: {"gpus": _fmt().num(SEED_V100_COUNT)},
         chapter="book/energy/energy",
         fmt=".1f",
     ),
@@ -1222,7 +1307,7 @@ ERRATA_ENERGY: list[Erratum] = [
         claim="1024 × 300W × 11.6s ≈ 0.99 kWh/step",
         stated=0.99,
         unit="kWh",
-        compute=lambda: 1024 * 300.0 * _gpt3_step_seconds_1024() / 3.6e6,
+        compute=lambda: SEED_V100_COUNT * 300.0 * _gpt3_step_seconds_1024() / 3.6e6,
         cause="乘法本身没错，错在输入的单步耗时（gpt3-step-seconds）。",
         chapter="book/energy/energy",
         fmt=".2f",
@@ -1232,13 +1317,17 @@ ERRATA_ENERGY: list[Erratum] = [
         seed="000",
         location="FLOPs 与电能：理论下限",
         claim="93,750 × 0.99 ≈ 93 MWh（理论下限）",
-        stated=93.0,
+        stated=SEED_LOWER_BOUND_MWH,
         unit="MWh",
         compute=_gpt3_lower_bound_mwh,
         cause=(
-            "每步 FLOPs 少算约一半（gpt3-step-flops），V100 能效又高估 12%（v100-flops-per-watt）；"
-            "精确训练 FLOPs 除以数据手册能效，下限是原文的两倍多。"
+            "每步 FLOPs 少算约一半（gpt3-step-flops），V100 能效又高估 {over}（见“V100 能效”一条）；"
+            "精确训练 FLOPs 除以数据手册能效，下限是原文的 {times} 倍。"
         ),
+        values=lambda: {
+            "over": _fmt().pct(SEED_V100_FLOPS / _v100().dense_flops - 1, 2),
+            "times": _fmt().num(_gpt3_lower_bound_mwh() / SEED_LOWER_BOUND_MWH, 3),
+        },
         chapter="book/energy/energy",
         fmt=".0f",
     ),
@@ -1263,9 +1352,13 @@ ERRATA_ENERGY: list[Erratum] = [
         unit="个泳池",
         compute=lambda: GPT3_WATER_L / 1000 / OLYMPIC_POOL_M3,
         cause=(
-            "奥运标准泳池 50 m × 25 m × 至少 2 m 深，至少 2,500 m³（2,500 千升）；"
-            "700 千升只是它的四分之一多一点（见重算一栏），而不是三分之二。"
+            "奥运标准泳池 50 m × 25 m × 至少 2 m 深，至少 {pool} m³（{pool} 千升）；"
+            "{water} 千升只是它的四分之一多一点（见重算一栏），而不是三分之二。"
         ),
+        values=lambda: {
+            "pool": _fmt().num(OLYMPIC_POOL_M3),
+            "water": _fmt().num(GPT3_WATER_L / 1000),
+        },
         chapter="book/energy/energy",
         fmt=".2f",
     ),

@@ -42,6 +42,91 @@ def source(key: str) -> Source:
         ) from None
 
 
+def cite(key: str, *, short: bool = False) -> str:
+    """A source as the book prints it: a short Chinese citation, never the raw key.
+
+    ``cite("nvidia-h100-datasheet")`` gives ``NVIDIA《H100 Tensor Core GPU 数据手册》``,
+    ``cite("brown2020gpt3")`` gives ``Brown 等（2020）《Language Models are Few-Shot
+    Learners》``; ``short=True`` keeps only the author and year (``Brown 等（2020）``) for
+    a narrow table column whose neighbour already names the work.  Use it wherever a cell
+    *prints* a source (prose cites with ``{cite}`key```, which the bibliography renders).
+    Unknown keys, and keys with no citation text yet, raise ``ValueError`` naming the key
+    and the fix.
+    """
+    source(key)  # unknown key: the registry's error, listing the known keys
+    try:
+        text = CITATIONS[key]
+    except KeyError:
+        raise ValueError(
+            f"source {key!r} has no printed citation: add it to tmath.sources.CITATIONS"
+        ) from None
+    if short and "《" in text:
+        text = text.split("《", 1)[0].rstrip("，") or text
+    return text
+
+
+#: key -> how a printed output names the source (author or publisher, year, title).
+CITATIONS: dict[str, str] = {
+    "brown2020gpt3": "Brown 等（2020）《Language Models are Few-Shot Learners》",
+    "radford2019gpt2": "Radford 等（2019）《Language Models are Unsupervised Multitask Learners》",
+    "vaswani2017attention": "Vaswani 等（2017）《Attention Is All You Need》",
+    "dao2022flashattention": "Dao 等（2022）《FlashAttention》",
+    "dao2023flashattention2": "Dao（2023）《FlashAttention-2》",
+    "nvidia-v100-datasheet": "NVIDIA《Tesla V100 数据手册》",
+    "nvidia-a100-datasheet": "NVIDIA《A100 Tensor Core GPU 数据手册》",
+    "nvidia-h100-datasheet": "NVIDIA《H100 Tensor Core GPU 数据手册》",
+    "nvidia-h200-datasheet": "NVIDIA《H200 Tensor Core GPU》产品页",
+    "nvidia-h800-product": "NVIDIA《H800 Tensor Core GPU》产品页",
+    "google-tpu-v5e": "Google Cloud《Cloud TPU v5e》文档",
+    "korthikanti2022activation": "Korthikanti 等（2022）《Reducing Activation Recomputation》",
+    "rajbhandari2020zero": "Rajbhandari 等（2020）《ZeRO》",
+    "patterson2021carbon": "Patterson 等（2021）《Carbon Emissions and Large Neural Network Training》",
+    "li2023thirsty": "Li 等（2023）《Making AI Less “Thirsty”》",
+    "milakov2018online": "Milakov、Gimelshein（2018）《Online Normalizer Calculation for Softmax》",
+    "liu2023ringattention": "Liu 等（2023）《Ring Attention》",
+    "meta2024llama3_8b": "Meta，Llama 3 8B 官方 config.json",
+    "meta2024llama3_70b": "Meta，Llama 3 70B 官方 config.json",
+    "meta2024llama31_405b": "Meta，Llama 3.1 405B 官方 config.json",
+    "mistral2023mistral7b": "Mistral AI，Mistral 7B v0.1 官方 config.json",
+    "mistral2024mixtral": "Mistral AI，Mixtral 8x7B v0.1 官方 config.json",
+    "qwen2025qwen3_30b_a3b": "Qwen 团队，Qwen3-30B-A3B 官方 config.json",
+    "openai2025gptoss20b": "OpenAI，gpt-oss-20b 官方 config.json",
+    "google2024gemma2": "Google DeepMind，Gemma 2 9B 官方 config.json",
+    "deepseek2024v2lite": "DeepSeek-AI，DeepSeek-V2-Lite 官方 config.json",
+    "qwen2024qwen2_7b": "Qwen 团队，Qwen2-7B-Instruct 官方 config.json",
+    "deepseek2024v3": "DeepSeek-AI，DeepSeek-V3 官方 config.json",
+    "meta2024llama31_modelcard": "Meta《Llama 3.1 模型卡》",
+    "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
+    "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
+    "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
+    "deepseek2024v2": "DeepSeek-AI（2024）《DeepSeek-V2》",
+    "mistral2023mixtralblog": "Mistral AI《Mixtral of experts》公告（2023）",
+    "austin2025scalingbook": "Austin 等（2025）《How to Scale Your Model》",
+    "ba2016layernorm": "Ba 等（2016）《Layer Normalization》",
+    "hendrycks2016gelu": "Hendrycks、Gimpel（2016）《Gaussian Error Linear Units》",
+    "meta2024llama3_modelcard": "Meta《Llama 3 模型卡》",
+    "chowdhery2022palm": "Chowdhery 等（2022）《PaLM》",
+    "openai2020api": "OpenAI（2020-06-11）《OpenAI API》公告",
+    "kaplan2020scaling": "Kaplan 等（2020）《Scaling Laws for Neural Language Models》",
+    "hoffmann2022chinchilla": "Hoffmann 等（2022）《Training Compute-Optimal Large Language Models》",
+    "ainslie2023gqa": "Ainslie 等（2023）《GQA》",
+    "shazeer2019mqa": "Shazeer（2019）《One Write-Head is All You Need》",
+    "shazeer2020glu": "Shazeer（2020）《GLU Variants Improve Transformer》",
+    "chen2016checkpoint": "Chen 等（2016）《Training Deep Nets with Sublinear Memory Cost》",
+    "llama3herd2024": "Llama 团队（2024）《The Llama 3 Herd of Models》",
+    "pope2022inference": "Pope 等（2023）《Efficiently Scaling Transformer Inference》",
+    "anthony2023math101": "Anthony 等（2023）《Transformer Math 101》",
+    "kipply2022inference": "kipply（2022）《Transformer Inference Arithmetic》",
+    "tazi2025playbook": "Tazi 等（2025）《The Ultra-Scale Playbook》",
+    "pytorch-checkpoint-docs": "PyTorch 文档《torch.utils.checkpoint》",
+    "megatron-lm-arguments": "NVIDIA Megatron-LM 源码 arguments.py（重计算参数）",
+    "megatron-bridge-recompute": "NVIDIA Megatron Bridge 文档《Activation Recomputation》",
+    "deepspeed-activation-checkpointing": "DeepSpeed 文档《Activation Checkpointing》",
+    "jax-checkpoint-docs": "JAX 文档《Gradient checkpointing with jax.checkpoint》",
+    "shoeybi2019megatron": "Shoeybi 等（2019）《Megatron-LM》",
+}
+
+
 register(
     "brown2020gpt3",
     "Language Models are Few-Shot Learners (GPT-3), Table 2.1",
@@ -175,6 +260,119 @@ register(
     "https://arxiv.org/abs/2310.01889",
     "Sequence split across devices; K/V blocks passed around a ring and merged "
     "with the online-softmax statistics.",
+)
+
+# --- sources the bibliography cites (book/references.bib): one entry per BibTeX key ----
+register(
+    "openai2020api",
+    "OpenAI API (Brockman, Murati, Welinder; OpenAI blog, 11 June 2020)",
+    "https://openai.com/index/openai-api/",
+    "'We're releasing an API for accessing new AI models developed by OpenAI ... Today the "
+    "API runs models with weights from the GPT-3 family'; launched as a private beta. The "
+    "release date 2020-06-11 of seed 000 is this announcement; the paper's arXiv v1 "
+    "(2005.14165) is dated 2020-05-28.",
+)
+register(
+    "llama3herd2024",
+    "The Llama 3 Herd of Models (Llama Team, AI @ Meta, 2024)",
+    "https://arxiv.org/abs/2407.21783",
+    "Llama 3 405B pre-trained with 3.8e25 FLOPs on up to 16K H100 GPUs; Table 4: BF16 model "
+    "FLOPs utilization 38-43% across the three pre-training configurations; 128K context "
+    "for the Llama 3.1 models.",
+)
+register(
+    "kaplan2020scaling",
+    "Scaling Laws for Neural Language Models (Kaplan et al., 2020)",
+    "https://arxiv.org/abs/2001.08361",
+    "Training compute C ~ 6NBS (Section 2.1): 6 FLOPs per parameter per token.",
+)
+register(
+    "hoffmann2022chinchilla",
+    "Training Compute-Optimal Large Language Models (Hoffmann et al., 2022)",
+    "https://arxiv.org/abs/2203.15556",
+    "Chinchilla; training FLOPs approximated as 6ND, and an exact count in Appendix F.",
+)
+register(
+    "ainslie2023gqa",
+    "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints "
+    "(Ainslie et al., EMNLP 2023)",
+    "https://arxiv.org/abs/2305.13245",
+    "Grouped-query attention: G groups of query heads share one key/value head.",
+)
+register(
+    "shazeer2019mqa",
+    "Fast Transformer Decoding: One Write-Head is All You Need (Shazeer, 2019)",
+    "https://arxiv.org/abs/1911.02150",
+    "Multi-query attention: all query heads share one key/value head.",
+)
+register(
+    "shazeer2020glu",
+    "GLU Variants Improve Transformer (Shazeer, 2020)",
+    "https://arxiv.org/abs/2002.05202",
+    "Gated MLPs (SwiGLU, GEGLU): three weight matrices instead of two.",
+)
+register(
+    "chen2016checkpoint",
+    "Training Deep Nets with Sublinear Memory Cost (Chen, Xu, Zhang, Guestrin, 2016)",
+    "https://arxiv.org/abs/1604.06174",
+    "Gradient checkpointing: store segment inputs, recompute the rest in the backward pass.",
+)
+register(
+    "pope2022inference",
+    "Efficiently Scaling Transformer Inference (Pope et al., MLSys 2023)",
+    "https://arxiv.org/abs/2211.05102",
+    "Decoding reads all weights (and the KV cache) per step: memory-bandwidth bound at small "
+    "batch; partitioning layouts for inference.",
+)
+register(
+    "anthony2023math101",
+    "Transformer Math 101 (Anthony, Biderman, Schoelkopf; EleutherAI blog, 2023)",
+    "https://blog.eleuther.ai/transformer-math/",
+)
+register(
+    "kipply2022inference",
+    "Transformer Inference Arithmetic (kipply, 2022)",
+    "https://kipp.ly/transformer-inference-arithmetic/",
+)
+register(
+    "tazi2025playbook",
+    "The Ultra-Scale Playbook: Training LLMs on GPU Clusters (Tazi et al., Hugging Face, 2025)",
+    "https://huggingface.co/spaces/nanotron/ultrascale-playbook",
+)
+register(
+    "pytorch-checkpoint-docs",
+    "PyTorch documentation: torch.utils.checkpoint (checkpoint, checkpoint_sequential)",
+    "https://pytorch.org/docs/stable/checkpoint.html",
+)
+register(
+    "megatron-lm-arguments",
+    "Megatron-LM: command-line arguments for activation recomputation "
+    "(--recompute-granularity, --recompute-method, --recompute-num-layers)",
+    "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/arguments.py",
+)
+register(
+    "megatron-bridge-recompute",
+    "Activation Recomputation (NVIDIA Megatron Bridge documentation, version 0.7.0)",
+    "https://docs.nvidia.com/nemo/megatron-bridge/0.7.0/training/activation-recomputation.html",
+)
+register(
+    "deepspeed-activation-checkpointing",
+    "Activation Checkpointing (DeepSpeed documentation; configuration key "
+    "activation_checkpointing)",
+    "https://deepspeed.readthedocs.io/en/latest/activation-checkpointing.html",
+)
+register(
+    "jax-checkpoint-docs",
+    "Gradient checkpointing with jax.checkpoint (jax.remat), JAX documentation",
+    "https://docs.jax.dev/en/latest/gradient-checkpointing.html",
+)
+register(
+    "shoeybi2019megatron",
+    "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism "
+    "(Shoeybi et al., 2019)",
+    "https://arxiv.org/abs/1909.08053",
+    "Tensor parallelism of the MLP and attention blocks: two all-reduces per layer in the "
+    "forward pass and two in the backward.",
 )
 
 # --- ledger presets (config.json files of the official checkpoints) ----------

@@ -42,7 +42,7 @@ def _naive_2_all() -> float:
 def _naive_3() -> float:
     from tmath import attention_memory_bytes, get_hardware
 
-    # Largest T with 2 bf16 [1, 32, T, T] tensors <= 80 GB; start from the square root
+    # Largest T with 2 bf16 [1, 32, T, T] tensors <= one H100 (80 GiB); start from the square root
     # and correct by stepping so the key does not rely on the closed form alone.
     cap = get_hardware("H100").hbm_bytes
     t = math.isqrt(int(cap) // (2 * 32 * 2))
