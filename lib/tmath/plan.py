@@ -252,8 +252,49 @@ def _bytes(n: float) -> str:
     return bytes_si(n, 2) if n else "0"
 
 
-def render_text(plan: dict[str, Any]) -> str:
-    """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first."""
+def _columns(text: str) -> int:
+    """Terminal columns of ``text``: a CJK character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+_BREAK_AFTER = " ，、；：）"
+_NO_START = "，、；：）。"
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """``line`` cut into pieces of at most ``width`` columns, after a space or a Chinese
+    comma where one is near; continuation lines keep the indent and add four spaces."""
+    if _columns(line) <= width:
+        return [line]
+    lead = " " * (len(line) - len(line.lstrip(" ")) + 4)
+    out, rest, first = [], line, True
+    while _columns(rest) > (room := width if first else width - len(lead)):
+        cut, cols, best = 0, 0, 0
+        for i, ch in enumerate(rest):
+            cols += _columns(ch)
+            if cols > room:
+                break
+            cut = i + 1
+            if ch in _BREAK_AFTER and cols > room // 2:
+                best = i + 1
+        cut = best or cut
+        while 1 < cut < len(rest) and rest[cut] in _NO_START:  # no line starts with a comma
+            cut -= 1
+        out.append((rest[:cut] if first else lead + rest[:cut]).rstrip())
+        rest, first = rest[cut:].lstrip(" "), False
+    if rest:
+        out.append(lead + rest if not first else rest)
+    return out
+
+
+def render_text(plan: dict[str, Any], width: int | None = None) -> str:
+    """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first.
+
+    ``width`` (columns, a CJK character counting two) wraps every longer line, for a page
+    or a narrow terminal; ``None`` leaves the lines whole.
+    """
     from tmath.comm import KIND_ZH
     from tmath.layout import AXIS_ZH
 
@@ -315,6 +356,11 @@ def render_text(plan: dict[str, Any]) -> str:
     lines += [f"  {i}. {c}" for i, c in enumerate(plan["conventions_zh"], 1)]
     if not plan["activation_checked"]:
         lines.append(f"  注：激活按 {plan['activation_block']} 块的逐项公式估算，这一架构未与实测核对。")
+    if width is not None:
+        from tmath._checks import int_arg
+
+        width = int_arg("width", width, 20)
+        lines = [piece for line in lines for piece in _wrap(line, width)]
     return "\n".join(lines)
 
 
