@@ -23,6 +23,11 @@ def test_wrapped_plan_fits_and_keeps_every_character(plan, width):
     squeeze = str.maketrans("", "", " \n")
     assert wrapped.translate(squeeze) == whole.translate(squeeze)
     assert not [ln for ln in wrapped.splitlines() if ln.lstrip()[:1] in tuple("，、；：）。")]
+    # a number keeps its unit: no line ends in a bare number that the next line's unit belongs to
+    lines = wrapped.splitlines()
+    split = [a for a, b in zip(lines[:-1], lines[1:], strict=True)
+             if a[-1:].isdigit() and b.lstrip()[:2] in ("GB", "MB", "kB", "ms")]
+    assert not split, split
 
 
 def test_columns_count_cjk_twice():
