@@ -149,6 +149,8 @@ def test_1f1b_pipeline_sends_one_activation_each_way_per_micro_batch(runs):
         want = {p: layout_bytes(lay, "pp", p) for p in ("forward", "backward")}
         assert {p: got.get(p, 0) for p in want} == want, rank
         assert sc["ranks"][rank]["max_err_grad"] < 1e-5
+        # 1F1B: stage s holds the activations of min(pp - s, n_mb) micro-batches at once
+        assert sc["ranks"][rank]["max_in_flight"] == lay.in_flight == min(WORLD - rank, m)
     # first stage only sends forward, last only backward, the middle ones both
     sent = [sum(g.values()) for g in dist.bytes_by_phase(sc)]
     msg = TP["batch"] * TP["seq"] * TP["d"] * 4

@@ -27,7 +27,9 @@ Scenarios (``name``: parameters):
                    forward and backward of ``micro_batches`` micro-batches; checks gradients.
 ``"pipeline"``     one block per rank, a 1F1B pipeline over ``world`` stages with
                    ``micro_batches`` micro-batches, activations and gradients sent with
-                   isend/irecv (Megatron's schedule); checks the weight gradients.
+                   isend/irecv (Megatron's schedule); checks the weight gradients and
+                   reports ``max_in_flight``, the most micro-batches whose activations
+                   the stage held at once.
 ``"moe"``          a MoE layer of ``experts`` experts, top-``k`` routing (``"uniform"``:
                    token i goes to experts (i·k + j) mod E; ``"learned"``: a random router),
                    dispatch and combine with autograd's ``all_to_all_single``, forward and
@@ -733,6 +735,7 @@ def _run_pipeline(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
     shape = (batch, seq, d)
     inputs: dict[int, Any] = {}
     outputs: dict[int, Any] = {}
+    peak = [0]  # the most micro-batches whose activations this stage held at once
 
     def recv_forward() -> Any:
         if first:
@@ -747,6 +750,7 @@ def _run_pipeline(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
         inputs[j] = x
         y = mine(x)
         outputs[j] = y
+        peak[0] = max(peak[0], len(outputs))
         return y
 
     def backward(j: int, g: Any) -> Any:
@@ -795,7 +799,8 @@ def _run_pipeline(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
             if not first:
                 _p2p([("send", gx, s - 1)])
     err = max(_close(p.grad, w) for p, w in zip(mine.parameters(), want, strict=True))
-    return {"comm_counts": _counts(mode), "max_err_grad": err, "stage": s}
+    return {"comm_counts": _counts(mode), "max_err_grad": err, "stage": s,
+            "max_in_flight": peak[0]}
 
 
 def _run_moe(ctx: _Ctx, d: int, ffn: int, experts: int, k: int, tokens: int,

@@ -1364,8 +1364,55 @@ ERRATA_ENERGY: list[Erratum] = [
     ),
 ]
 
+# --- Part V: many GPUs (book/parallel/) ---------------------------------------------------
+def _llama3_table4_row3() -> dict:
+    from tmath.plan import LLAMA3_405B_TABLE4
+
+    return LLAMA3_405B_TABLE4[2]
+
+
+def _llama3_table4_dp() -> float:
+    """The DP of Table 4's last row that its other columns imply: GPUs / (TP·CP·PP)."""
+    r = _llama3_table4_row3()
+    return r["gpus"] / (r["tp"] * r["cp"] * r["pp"])
+
+
+def _llama3_table4_dp_values() -> dict[str, str]:
+    from tmath import fmt
+
+    r = _llama3_table4_row3()
+    v1 = 4
+    return {"gpus": fmt.num(r["gpus"]), "tp": fmt.num(r["tp"]), "cp": fmt.num(r["cp"]),
+            "pp": fmt.num(r["pp"]), "dp": fmt.num(int(_llama3_table4_dp())),
+            "gpus_v1": fmt.num(r["tp"] * r["cp"] * r["pp"] * v1),
+            "tokens_v1": fmt.sci(v1 * r["batch_per_dp"] * r["seq_len"], 3),
+            "tokens": fmt.sci(int(_llama3_table4_dp()) * r["batch_per_dp"] * r["seq_len"], 3)}
+
+
+ERRATA_PARALLEL: list[Erratum] = [
+    Erratum(
+        key="llama3-table4-dp",
+        seed="llama3herd2024",
+        location="Llama 3 论文表 4 最后一行（arXiv 上 v3 之前的 HTML 版）",
+        claim="GPUs 16,384，TP 8，CP 16，PP 16，DP 4，Seq. Len. 131,072，Batch size/DP 16，Tokens/Batch 16M",
+        stated=4,
+        unit="",
+        compute=_llama3_table4_dp,
+        cause=(
+            "四个并行度之积必须等于卡数：{gpus} ÷ ({tp} × {cp} × {pp}) = {dp}。"
+            "DP = 4 时只用了 {gpus_v1} 张卡，每步也只有 {tokens_v1} 个 token，"
+            "而不是表中的 16M（DP = {dp} 时是 {tokens}）。"
+            "论文 v3 的表 4 已改为 {dp}。"
+        ),
+        chapter="book/parallel/together",
+        fmt=".0f",
+        values=_llama3_table4_dp_values,
+    ),
+]
+
 #: Every erratum, in the order of the book's parts.
-ERRATA: list[Erratum] = ERRATA_GPT3 + ERRATA_FLOPS + ERRATA_LEDGER + ERRATA_FLASH + ERRATA_ENERGY
+ERRATA: list[Erratum] = (ERRATA_GPT3 + ERRATA_FLOPS + ERRATA_LEDGER + ERRATA_FLASH + ERRATA_ENERGY
+                          + ERRATA_PARALLEL)
 
 
 def erratum(key: str) -> Erratum:

@@ -252,8 +252,51 @@ def _bytes(n: float) -> str:
     return bytes_si(n, 2) if n else "0"
 
 
-def render_text(plan: dict[str, Any]) -> str:
-    """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first."""
+def _columns(text: str) -> int:
+    """Terminal columns of ``text``: a CJK character takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+_BREAK_AFTER = " ，、；：）"
+_NO_START = "，、；：）。"
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """``line`` cut into pieces of at most ``width`` columns, after a space or a Chinese
+    comma where one is near; continuation lines keep the indent and add four spaces."""
+    if _columns(line) <= width:
+        return [line]
+    lead = " " * (len(line) - len(line.lstrip(" ")) + 4)
+    out, rest, first = [], line, True
+    while _columns(rest) > (room := width if first else width - len(lead)):
+        cut, cols, best = 0, 0, 0
+        for i, ch in enumerate(rest):
+            cols += _columns(ch)
+            if cols > room:
+                break
+            cut = i + 1
+            glued = ch == " " and 0 < i < len(rest) - 1 and rest[i - 1].isdigit() \
+                and rest[i + 1].isalpha()  # "85.90 GB": keep a number with its unit
+            if ch in _BREAK_AFTER and cols > room // 2 and not glued:
+                best = i + 1
+        cut = best or cut
+        while 1 < cut < len(rest) and rest[cut] in _NO_START:  # no line starts with a comma
+            cut -= 1
+        out.append((rest[:cut] if first else lead + rest[:cut]).rstrip())
+        rest, first = rest[cut:].lstrip(" "), False
+    if rest:
+        out.append(lead + rest if not first else rest)
+    return out
+
+
+def render_text(plan: dict[str, Any], width: int | None = None) -> str:
+    """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first.
+
+    ``width`` (columns, a CJK character counting two) wraps every longer line, for a page
+    or a narrow terminal; ``None`` leaves the lines whole.
+    """
     from tmath.comm import KIND_ZH
     from tmath.layout import AXIS_ZH
 
@@ -315,6 +358,11 @@ def render_text(plan: dict[str, Any]) -> str:
     lines += [f"  {i}. {c}" for i, c in enumerate(plan["conventions_zh"], 1)]
     if not plan["activation_checked"]:
         lines.append(f"  注：激活按 {plan['activation_block']} 块的逐项公式估算，这一架构未与实测核对。")
+    if width is not None:
+        from tmath._checks import int_arg
+
+        width = int_arg("width", width, 20)
+        lines = [piece for line in lines for piece in _wrap(line, width)]
     return "\n".join(lines)
 
 
@@ -398,3 +446,32 @@ def run_plan(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+#: Llama 3 405B's pre-training layouts as the Llama 3 paper reports them: Table 4, "Scaling
+#: configurations and MFU for each stage of Llama 3 405B pre-training" (arXiv:2407.21783v3,
+#: section 3.3.2, p. 10; source key ``llama3herd2024``).  ``batch_per_dp`` is sequences per
+#: data-parallel group and step; ``tokens_per_batch`` the table's "16M"; ``mfu`` its "BF16 MFU".
+#: An earlier arXiv HTML version printed DP = 4 in the last row; v3 prints 8, the only value for which
+#: TP·CP·PP·DP = 16,384 (the errata appendix lists it as ``llama3-table4-dp``).
+LLAMA3_405B_TABLE4: tuple[dict[str, Any], ...] = (
+    {"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq_len": 8192, "batch_per_dp": 32,
+     "tokens_per_batch": 16e6, "tflops_per_gpu": 430, "mfu": 0.43},
+    {"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq_len": 8192, "batch_per_dp": 16,
+     "tokens_per_batch": 16e6, "tflops_per_gpu": 400, "mfu": 0.41},
+    {"gpus": 16384, "tp": 8, "cp": 16, "pp": 16, "dp": 8, "seq_len": 131072, "batch_per_dp": 16,
+     "tokens_per_batch": 16e6, "tflops_per_gpu": 380, "mfu": 0.38},
+)
+
+
+def llama3_405b_layout(row: int) -> dict[str, Any]:
+    """Keyword arguments of :func:`build_plan` for row ``row`` (0, 1, 2) of
+    :data:`LLAMA3_405B_TABLE4`: one sequence per micro-batch, ``batch_per_dp`` of them per
+    data-parallel group, 7 layers on the first and the last pipeline stage (the paper takes
+    one layer off each end: 126 = 7 + 14 × 8 + 7)."""
+    if isinstance(row, bool) or row not in range(len(LLAMA3_405B_TABLE4)):
+        raise ValueError(f"row={row!r}：表 4 只有第 0、1、2 行")
+    r = LLAMA3_405B_TABLE4[row]
+    return {"dp": r["dp"], "tp": r["tp"], "pp": r["pp"], "cp": r["cp"], "micro_batch": 1,
+            "global_batch": r["dp"] * r["batch_per_dp"], "seq_len": r["seq_len"],
+            "pp_edge_layers": 7}

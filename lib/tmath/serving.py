@@ -49,6 +49,10 @@ __all__ = [
     "tp_allreduce_bytes_per_layer",
     "moe_alltoall_bytes_per_layer",
     "expected_experts_touched",
+    "NCCL_BASE_LATENCY",
+    "StepTime",
+    "decode_step",
+    "prefill_step",
 ]
 
 #: bytes per value of the storage formats used for weights and the KV cache.
@@ -389,3 +393,165 @@ def critical_batch(
     if k > e:
         raise ValueError(f"experts_per_token ({k}) must be <= experts ({e})")
     return peak_flops / bandwidth * weight_bytes * e / (2 * k)
+
+
+# --- one serving step on a TP group, communication included (Part V) -----------------------
+
+#: NCCL's fixed cost per collective in its own cost model (``baseLat`` of the ring algorithm
+#: with the LL protocol, src/graph/tuning.cc; :data:`tmath.sources` key ``nccl-tuning``), on
+#: top of the per-step latency α of the link.  A model constant, not a measurement; pass it
+#: as ``base_latency`` to :func:`decode_step` for the pessimistic end of the α–β bound.
+NCCL_BASE_LATENCY = 6.6e-6
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step of serving on a TP group, per GPU (see :func:`decode_step`, :func:`prefill_step`).
+
+    The step reads ``bytes_per_gpu`` from HBM and does ``flops_per_gpu`` FLOPs; whichever
+    takes longer sets the compute part (a roofline: ``max(compute_seconds, memory_seconds)``).
+    Tensor parallelism adds ``all_reduces`` all-reduces of ``all_reduce_bytes`` each (2 per
+    layer, Megatron), priced by the α–β model on ``link`` and not overlapped with compute.
+    """
+
+    phase: str  # "decode" or "prefill"
+    gpu: str
+    tp: int
+    batch: int
+    tokens: int  # new tokens per sequence in this step: 1 (decode) or the prompt (prefill)
+    context_len: int  # tokens each sequence attends to at the end of the step
+    flops_per_gpu: float
+    bytes_per_gpu: float
+    compute_seconds: float
+    memory_seconds: float
+    all_reduces: int
+    all_reduce_bytes: int
+    all_reduce_seconds: float  # one all-reduce, base latency included
+    link: str
+
+    @property
+    def comm_seconds(self) -> float:
+        """All the step's all-reduces, one after another."""
+        return self.all_reduces * self.all_reduce_seconds
+
+    @property
+    def seconds(self) -> float:
+        """The step: the slower of compute and HBM reads, plus the all-reduces."""
+        return max(self.compute_seconds, self.memory_seconds) + self.comm_seconds
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens the whole batch produces per second (decode) or takes in (prefill)."""
+        return self.batch * self.tokens / self.seconds
+
+
+def _peak_flops(hw: Hardware, compute_dtype: str) -> float:
+    if compute_dtype in ("bf16", "bfloat16", "fp16", "float16"):
+        return hw.dense_flops
+    if compute_dtype == "fp8":
+        if hw.fp8_flops is None:
+            raise ValueError(f"{hw.name} 没有 fp8 张量核心峰值：取 compute_dtype='bf16'")
+        return hw.fp8_flops
+    raise ValueError(f"compute_dtype={compute_dtype!r} 未知；可取 bf16、fp8")
+
+
+def _tp_all_reduce(cfg: Any, hw: Hardware, tp: int, tokens: int, act_bytes: float,
+                   link: Any, base_latency: float) -> tuple[int, int, float, str]:
+    """(count, bytes of one, seconds of one, link name) of a step's TP all-reduces."""
+    from tmath import comm
+    from tmath.hardware import link as get_link
+    from tmath.hardware import node
+
+    _pos("act_bytes", act_bytes)
+    _pos("base_latency", base_latency, True)
+    lk = get_link(node(hw).intra if link is None else link)
+    nbytes = math.ceil(tokens * cfg.hidden_size * act_bytes)
+    if tp == 1:
+        return 0, nbytes, 0.0, lk.name
+    one = comm.collective_time("all_reduce", nbytes, tp, bandwidth=lk.bandwidth, alpha=lk.alpha,
+                               topology=lk.topology) + base_latency
+    return 2 * cfg.num_layers, nbytes, one, lk.name
+
+
+def decode_step(
+    cfg: Any,
+    gpu: str | Hardware = "H100",
+    *,
+    tp: int = 8,
+    batch: int = 1,
+    context_len: int = 0,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    compute_dtype: str | None = None,
+    act_bytes: float = 2,
+    link: Any = None,
+    base_latency: float = 0.0,
+) -> StepTime:
+    """One decode step of ``batch`` sequences, each attending to ``context_len`` cached tokens.
+
+    HBM reads: the weights and the KV cache, as :func:`decode_bound` counts them (each GPU
+    its share).  FLOPs: the forward of one more token per sequence
+    (``forward_flops(T+1) − forward_flops(T)``, causal: projections, MLP, LM head and the
+    new row of attention), split over ``tp``.  Communication: 2 all-reduces per layer of
+    the batch's hidden states, ``batch·D·act_bytes`` bytes each, over ``tp`` GPUs on the
+    node's own link (NVLink for an H100) unless ``link`` names another, with
+    ``base_latency`` seconds added to each (:data:`NCCL_BASE_LATENCY` for NCCL's model).
+    ``compute_dtype`` defaults to the weights' (fp8 weights use the fp8 peak).
+    """
+    from tmath.flops import forward_flops
+
+    hw = hardware(gpu)
+    tp, batch = int_arg("tp", tp), int_arg("batch", batch)
+    context_len = int_arg("context_len", context_len, 0)
+    if context_len + 1 > cfg.max_position:
+        raise ValueError(f"context_len={context_len:,} 超过了 {cfg.name} 的 {cfg.max_position:,} "
+                         "个位置：取更短的上下文")
+    bound = decode_bound(cfg, hw, tp=tp, batch=batch, context_len=context_len,
+                         weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    peak = _peak_flops(hw, compute_dtype or ("fp8" if weight_dtype == "fp8" else "bf16"))
+    per_token = forward_flops(cfg, context_len + 1, causal=True).total - (
+        forward_flops(cfg, context_len, causal=True).total if context_len else 0)
+    flops = batch * per_token / tp
+    n, nbytes, one, lk = _tp_all_reduce(cfg, hw, tp, batch, act_bytes, link, base_latency)
+    return StepTime("decode", hw.name, tp, batch, 1, context_len + 1, flops, bound.bytes_per_gpu,
+                    flops / peak, bound.bytes_per_gpu / hw.hbm_bandwidth, n, nbytes, one, lk)
+
+
+def prefill_step(
+    cfg: Any,
+    gpu: str | Hardware = "H100",
+    *,
+    tp: int = 8,
+    prompt_len: int,
+    batch: int = 1,
+    weight_dtype: str = "bf16",
+    compute_dtype: str | None = None,
+    act_bytes: float = 2,
+    link: Any = None,
+    base_latency: float = 0.0,
+) -> StepTime:
+    """The prefill of ``batch`` prompts of ``prompt_len`` tokens: the time to the first token.
+
+    FLOPs: a causal forward of the prompt (:func:`tmath.forward_flops`), with the LM head
+    only for the last position (the one token the step samples), split over ``tp``.  HBM
+    reads: the weights once (the KV cache is written, not read).  Communication: 2
+    all-reduces per layer of ``batch·prompt_len·D·act_bytes`` bytes each.
+    """
+    from tmath import count_params
+    from tmath.flops import forward_flops
+
+    hw = hardware(gpu)
+    tp, batch = int_arg("tp", tp), int_arg("batch", batch)
+    t = int_arg("prompt_len", prompt_len)
+    if t > cfg.max_position:
+        raise ValueError(f"prompt_len={t:,} 超过了 {cfg.name} 的 {cfg.max_position:,} 个位置")
+    tp_layout(cfg, tp)
+    f = forward_flops(cfg, t, batch, causal=True)
+    flops = (f.total - f.breakdown["lm_head"] * (t - 1) / t) / tp
+    peak = _peak_flops(hw, compute_dtype or ("fp8" if weight_dtype == "fp8" else "bf16"))
+    p = count_params(cfg)
+    looked_up = p.breakdown["positions"] + (0 if cfg.tie_embeddings else p.breakdown["embedding"])
+    read = (p.total - looked_up) * dtype_bytes(weight_dtype) / tp
+    n, nbytes, one, lk = _tp_all_reduce(cfg, hw, tp, batch * t, act_bytes, link, base_latency)
+    return StepTime("prefill", hw.name, tp, batch, t, t, flops, read, flops / peak,
+                    read / hw.hbm_bandwidth, n, nbytes, one, lk)

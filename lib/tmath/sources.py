@@ -602,6 +602,26 @@ register(
     "M micro-batches over K pipeline stages; bubble O((K-1)/(M+K-1)).",
 )
 
+register(
+    "nvidia-nim-llm-benchmarking",
+    "NVIDIA NIM LLMs Benchmarking, Performance: Llama-3.3-70b-instruct results (NIM 1.8.0, "
+    "2 x H100 80G, fp8 TP2), measured with AIPerf",
+    "https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance",
+    "5000 Input Tokens / 500 Output Tokens, concurrency 1: TTFT 406.77 ms, ITL 18.58 ms, "
+    "throughput 51.67 tokens/s; concurrency 5: TTFT 546.7 ms, ITL 21.83 ms; concurrency 25: "
+    "TTFT 688.69 ms, ITL 38.75 ms.  500 Input / 2000 Output, concurrency 1: TTFT 47.77 ms, "
+    "ITL 18.91 ms.",
+)
+
+register(
+    "pytorch-pipelining-stage",
+    "PyTorch source, torch/distributed/pipelining/stage.py: _PipelineStageBase."
+    "backward_maybe_with_nosync",
+    "https://github.com/pytorch/pytorch/blob/main/torch/distributed/pipelining/stage.py",
+    "With FSDP, every micro-batch's backward calls set_requires_gradient_sync(last_backward): "
+    "'we need to accumulate gradients on previous steps and reduce them on the last step'.",
+)
+
 # --- cited in the prose (book/references.bib); registered so that the two lists agree -----
 register("kaplan2020scaling", "Scaling Laws for Neural Language Models (Kaplan et al., 2020)",
          "https://arxiv.org/abs/2001.08361")

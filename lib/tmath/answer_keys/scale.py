@@ -1,0 +1,166 @@
+"""Answer keys of the exercises of the last two chapters of Part V, 多卡的账
+(book/parallel/pipeline-expert-context and book/parallel/together; see :mod:`tmath.exercises`).
+
+Conventions: counts (micro-batches, tokens, sequences) are exact integers (``abs_tol=0.5``);
+quantities a student rounds (GB, ms, expected copies, tokens of a threshold) get
+``rel_tol=0.01``; percentages are in percentage points with an absolute tolerance.
+GB means 10^9 bytes.  Hardware from :mod:`tmath.hardware` (H100: 989 TFLOP/s bf16, 3.35 TB/s;
+NVLink 4 450 GB/s and 0.6 us per step; InfiniBand NDR 50 GB/s per direction).
+"""
+
+from __future__ import annotations
+
+from tmath.exercises import answer
+
+# --- book/parallel/pipeline-expert-context ------------------------------------------------
+
+
+def _mb_for_bubble(pp: int, bubble: float) -> int:
+    """Smallest n_mb with (pp - 1)/(n_mb + pp - 1) <= bubble (1F1B and GPipe alike)."""
+    from fractions import Fraction
+
+    target = Fraction(bubble).limit_denominator(1000)
+    m = 1
+    while Fraction(pp - 1, m + pp - 1) > target:
+        m += 1
+    return m
+
+
+@answer("ex-pipeline-1/mb", rel_tol=0, abs_tol=0.5, unit="个微批次")
+def _pipeline_1_mb() -> float:
+    """Micro-batches per pipeline for a bubble of at most 5 % with 16 stages."""
+    return _mb_for_bubble(16, 0.05)
+
+
+@answer("ex-pipeline-1/tokens", rel_tol=0, abs_tol=0.5, unit="个 token")
+def _pipeline_1_tokens() -> float:
+    """Global batch in tokens: that many micro-batches of one 8,192-token sequence, DP 128."""
+    return _mb_for_bubble(16, 0.05) * 128 * 8192
+
+
+@answer("ex-pipeline-2/1f1b", rel_tol=0, abs_tol=0.5, unit="个微批次")
+def _pipeline_2_1f1b() -> float:
+    """Micro-batches stage 2 of 8 holds at once under 1F1B with 32 per step (simulated)."""
+    from tmath.schedule import simulate
+
+    return simulate(8, 32, "1f1b").in_flight(2)
+
+
+@answer("ex-pipeline-2/gpipe", rel_tol=0, abs_tol=0.5, unit="个微批次")
+def _pipeline_2_gpipe() -> float:
+    """The same under GPipe: all of them."""
+    from tmath.schedule import simulate
+
+    return simulate(8, 32, "gpipe").in_flight(2)
+
+
+@answer("ex-pipeline-3", rel_tol=0.01, unit="GB")
+def _pipeline_3() -> float:
+    """Bytes one GPU sends in one MoE layer's forward (dispatch + combine), GB: 4,096 tokens,
+    k = 8 copies of D = 7,168 bf16 elements, all-to-all over 64 GPUs, uniform routing."""
+    from tmath import comm, preset
+
+    cfg = preset("deepseek-v3")
+    local = 4096 * cfg.experts_per_token * cfg.hidden_size * 2
+    return 2 * float(comm.bytes_sent("all_to_all", local, 64)) / 1e9
+
+
+@answer("ex-pipeline-4", rel_tol=0.01, unit="份")
+def _pipeline_4() -> float:
+    """Expected distinct other nodes a token's 8 experts (uniform, of 256 on 8 nodes) touch."""
+    from math import comb
+
+    experts, nodes, k = 256, 8, 8
+    per_node = experts // nodes
+    return (nodes - 1) * (1 - comb(experts - per_node, k) / comb(experts, k))
+
+
+def _ring_hide_tokens() -> float:
+    """Tokens per CP chunk above which one block's forward hides the K, V send:
+    pi K b / (2 N W), Llama 3.1 405B on H100 over InfiniBand NDR, bf16."""
+    from tmath import get_hardware, preset
+    from tmath.hardware import link
+
+    cfg = preset("llama3.1-405b")
+    return (get_hardware("H100").dense_flops * cfg.num_kv_heads * 2
+            / (2 * cfg.num_heads * link("IB-NDR").bandwidth))
+
+
+@answer("ex-pipeline-5/full", rel_tol=0.01, unit="个 token")
+def _pipeline_5_full() -> float:
+    return _ring_hide_tokens()
+
+
+@answer("ex-pipeline-5/causal", rel_tol=0.01, unit="个 token")
+def _pipeline_5_causal() -> float:
+    """Causal, load-balanced: half a block's work on average, twice the threshold."""
+    return 2 * _ring_hide_tokens()
+
+
+# --- book/parallel/together ----------------------------------------------------------------
+
+
+@answer("ex-together-1", rel_tol=0, abs_tol=0.05, unit="%")
+def _together_1() -> float:
+    """1F1B bubble of Table 4's first row (8,192 GPUs): 16 stages, 32 micro-batches."""
+    from tmath import preset
+    from tmath.layout import build_layout
+    from tmath.plan import llama3_405b_layout
+
+    return 100 * float(build_layout(preset("llama3.1-405b"), **llama3_405b_layout(0))
+                       .bubble_fraction)
+
+
+@answer("ex-together-2", rel_tol=0.01, unit="GB")
+def _together_2() -> float:
+    """DP bytes one GPU of stage 1 sends per step, Table 4's second row, ZeRO-1, bf16 grads."""
+    from tmath import preset
+    from tmath.layout import build_layout
+    from tmath.plan import llama3_405b_layout
+
+    lay = build_layout(preset("llama3.1-405b"), zero=1, **llama3_405b_layout(1))
+    return lay.comm_bytes_per_gpu()["dp"] / 1e9
+
+
+@answer("ex-together-3", rel_tol=0.01, unit="ms")
+def _together_3() -> float:
+    """Decode step of Llama 3 70B, 8 x H100 (TP 8), one sequence with 4,095 cached tokens:
+    HBM reads plus 160 all-reduces (alpha-beta on NVLink 4)."""
+    from tmath import preset
+    from tmath.serving import decode_step
+
+    return 1e3 * decode_step(preset("llama3-70b"), "H100", tp=8, batch=1,
+                             context_len=4095).seconds
+
+
+@answer("ex-together-4", rel_tol=0, abs_tol=0.5, unit="条序列")
+def _together_4() -> float:
+    """Smallest batch whose bf16 hidden states make one 8-GPU NVLink all-reduce's bandwidth
+    term exceed its latency term: B > n alpha W / (D b)."""
+    import math
+
+    from tmath import preset
+    from tmath.hardware import link
+
+    lk, d = link("NVLink4"), preset("llama3-70b").hidden_size
+    return math.floor(8 * lk.alpha * lk.bandwidth / (d * 2)) + 1
+
+
+@answer("ex-together-5", rel_tol=0.01, unit="ms")
+def _together_5() -> float:
+    """Prefill (time to first token) of a 2,048-token prompt, Llama 3 70B on 8 x H100."""
+    from tmath import preset
+    from tmath.serving import prefill_step
+
+    return 1e3 * prefill_step(preset("llama3-70b"), "H100", tp=8, prompt_len=2048).seconds
+
+
+@answer("ex-together-6", rel_tol=0, abs_tol=0.5, unit="%")
+def _together_6() -> float:
+    """Kernel efficiency the paper's 41 % MFU implies for Table 4's second row with an
+    interleaved schedule of V = 4 and every collective hidden: MFU (1 + (pp - 1)/(V n_mb))."""
+    from tmath.plan import LLAMA3_405B_TABLE4
+
+    r = LLAMA3_405B_TABLE4[1]
+    n_mb = r["batch_per_dp"]
+    return 100 * r["mfu"] * (1 + (r["pp"] - 1) / (4 * n_mb))
