@@ -13,8 +13,11 @@ kernel start-up timeout.  Neither changes what is compared.
 nbval (``book/**/*.ipynb``) re-executes each notebook, hidden cells included, and compares
 the outputs with the saved ones.  A student sees less: the code the page shows.  The test
 collected here, ``book/PATH.ipynb::visible code runs alone``, runs only that code, in order,
-in a fresh kernel, after the notebook's (hidden) setup cell: a visible cell that uses a name
-defined in a hidden cell fails with the NameError a student copying the page would get.
+after the notebook's (hidden) setup cell, in a fresh IPython shell in a new process: a
+visible cell that uses a name defined in a hidden cell fails with the NameError a student
+copying the page would get.  The shells are forked by ``tests/warm_runner.py`` (one server
+per pytest worker) from a process that has already imported NumPy, SymPy, matplotlib and
+tmath, so the test pays for the notebook's computations, not for starting a kernel again.
 
 Visible means shown on the page, folded or not: a code cell is hidden when tagged
 ``remove-cell`` or ``remove-input`` (the setup cell is one).  Cells tagged
@@ -25,49 +28,52 @@ worker as that notebook's nbval cells (``--dist loadfile``), so the two spread t
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from setup_cells import is_setup_cell  # noqa: E402
-
-HIDDEN_TAGS = frozenset({"remove-cell", "remove-input"})
 #: Seconds nbval waits for each output message of a cell after the cell's reply.
 NBVAL_OUTPUT_TIMEOUT = 120
 
 
-def visible_program(nb) -> list:
-    """The setup cell, then every code cell the page shows, outputs cleared."""
-    cells = []
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        tags = set(cell.metadata.get("tags", []))
-        if is_setup_cell(cell) or not tags & HIDDEN_TAGS:
-            cells.append(nbformat.v4.new_code_cell(cell.source, metadata={"tags": sorted(tags)}))
-    return cells
+_SERVER: subprocess.Popen | None = None
+
+
+def _warm_runner() -> subprocess.Popen:
+    """This worker's tests/warm_runner.py server, started on first use."""
+    global _SERVER
+    if _SERVER is None or _SERVER.poll() is not None:
+        _SERVER = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "warm_runner.py"), "--serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        )
+    return _SERVER
 
 
 def run_visible_code(path: Path) -> None:
-    """Execute :func:`visible_program` of ``path`` in a fresh kernel; raise on the first error."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    """Run the visible program of ``path`` (tests/warm_runner.py, mode ``visible``): the setup
+    cell, then every code cell the page shows, in a fresh IPython shell; raise on an error."""
+    server = _warm_runner()
+    server.stdin.write(f"visible {path}\n")
+    server.stdin.flush()
+    line = server.stdout.readline()
+    if not line:
+        raise VisibleCodeError(path, f"the runner stopped (exit status {server.wait()})")
+    outcome = json.loads(line)
+    if not outcome["ok"]:
+        raise VisibleCodeError(path, outcome["error"])
 
-    nb = nbformat.read(path, as_version=4)
-    program = nbformat.v4.new_notebook(cells=visible_program(nb), metadata=nb.metadata)
-    client = NotebookClient(program, timeout=600, startup_timeout=300, iopub_timeout=60,
-                            kernel_name="python3", allow_errors=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    try:
-        client.execute()
-    except CellExecutionError as e:
-        raise VisibleCodeError(path, str(e)) from None
+
+def pytest_unconfigure(config):
+    if _SERVER is not None and _SERVER.poll() is None:
+        _SERVER.stdin.close()
+        _SERVER.wait(timeout=60)
 
 
 class VisibleCodeError(Exception):
