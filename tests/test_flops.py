@@ -22,6 +22,22 @@ def test_einsum_rule():
     assert tmath.einsum_flops("i,i->", (8,), (8,)) == 2 * 8  # dot product 2P
     assert tmath.einsum_dims("bqnh,bknh->bnqk") == {"b": "batching", "q": "free", "n": "batching",
                                                     "h": "contracting", "k": "free"}
+    # the book's letters work too (numpy accepts upper-case subscripts)
+    assert tmath.einsum_flops("BTD,DF->BTF", (B, T, D), (D, F)) == 2 * B * T * D * F
+
+
+def test_einsum_rule_without_a_summed_index_is_one_multiply_per_output():
+    # Nothing is added: one multiply per output element, checked against numpy's result size.
+    import numpy as np
+
+    assert tmath.einsum_flops("i,j->ij", (3,), (5,)) == 3 * 5  # outer product
+    assert tmath.einsum_flops("ij,ij->ij", (3, 5), (3, 5)) == 3 * 5  # element-wise product
+    assert tmath.einsum_flops("bij,b->bij", (2, 3, 5), (2,)) == 2 * 3 * 5  # a scale per batch
+    out = np.einsum("i,j->ij", np.ones(3), np.ones(5))
+    assert tmath.einsum_flops("i,j->ij", (3,), (5,)) == out.size
+    # an index in one operand only, summed away, is an addition again
+    assert tmath.einsum_dims("ij,jk->k") == {"i": "summed", "j": "contracting", "k": "free"}
+    assert tmath.einsum_flops("ij,jk->k", (3, 4), (4, 5)) == 2 * 3 * 4 * 5
 
 
 @pytest.mark.parametrize("spec,shapes,match", [

@@ -146,6 +146,11 @@ def test_recompute_flops_6_to_8():
     assert recompute_flops(3 * fwd, fwd, 123, "selective").extra == 123
     with pytest.raises(ValueError, match="strategy"):
         recompute_flops(3, 1, 0, "partial")
+    # layer checkpointing leaves the LM head out of the recomputed forward
+    head = 10**9
+    assert recompute_flops(3 * fwd, fwd, 0, "full", outside_layers_forward=head).extra == fwd - head
+    with pytest.raises(ValueError, match="outside_layers_forward"):
+        recompute_flops(3 * fwd, fwd, 0, "full", outside_layers_forward=2 * fwd)
 
 
 def test_attention_core_forward_flops_by_hand():
@@ -165,15 +170,20 @@ def test_attention_core_forward_flops_by_hand():
     assert attention_core_forward_flops(mla, 5, 1) == 2 * 2 * 25 * (16 + 10)
 
 
-def test_checkpoint_flops_full_is_four_thirds_of_training():
+def test_checkpoint_flops_full_recomputes_the_layers_not_the_lm_head():
     import tmath
     from tmath.memory import checkpoint_flops
 
     cfg = tmath.preset("llama3-8b")
-    train = tmath.training_flops(cfg, seq_len=1024, batch=2, causal=False).total
+    f = tmath.training_flops(cfg, seq_len=1024, batch=2, causal=False)
+    train = f.total
     r = checkpoint_flops(cfg, 1024, 2, "full")
     assert r.base == train
-    assert r.total == pytest.approx(train * 4 / 3)
+    # one more forward of the 32 layers: every matmul's forward but the LM head's (2 D V a token)
+    head_fwd = 2 * 1024 * 2 * cfg.hidden_size * cfg.vocab_size
+    assert f.breakdown["lm_head"] == 3 * head_fwd
+    assert r.extra == pytest.approx(train / 3 - head_fwd)
+    assert r.total < train * 4 / 3
     sel = checkpoint_flops(cfg, 1024, 2, "selective")
     # Llama 3 8B: 32 layers, 32 heads of 128: 4 * b * N * T^2 * H per layer
     assert sel.extra == 32 * 4 * 2 * 32 * 1024**2 * 128

@@ -119,3 +119,13 @@ def test_reported_runs_cite_registered_sources_and_known_presets():
     assert roofline.reported_run("llama3-70b").gpu_hours == 6.4e6
     with pytest.raises(ValueError, match="llama3-70b"):
         roofline.reported_run("llama-2")
+
+
+def test_measured_h100_throughput_is_the_papers_mfu():
+    # Llama 3 paper, Table 4: 380-430 TFLOP/s a GPU is the BF16 MFU of 38 %-43 % of the dense peak.
+    from tmath import get_hardware, source
+    from tmath.roofline import LLAMA3_405B_H100_FLOPS, LLAMA3_405B_H100_SOURCE
+
+    peak = get_hardware("H100").dense_flops
+    assert [round(100 * f / peak) for f in LLAMA3_405B_H100_FLOPS] == [38, 43]
+    assert "38-43%" in source(LLAMA3_405B_H100_SOURCE).note

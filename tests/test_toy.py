@@ -38,7 +38,9 @@ def test_training_learns_a_previous_token_head():
 
 def test_attention_rows_are_causal_distributions():
     r = toy.train_previous_token(steps=5)
-    A = toy.forward(r.params, np.arange(8) % r.vocab_size)["A"][0]
+    out = toy.forward(r.params, np.arange(8) % r.vocab_size)
+    assert out["P"] is out["A"]  # the book's letter for the softmax weights
+    A = out["P"][0]
     assert np.allclose(A.sum(-1), 1) and np.all(np.triu(A, 1) == 0)
 
 

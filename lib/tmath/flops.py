@@ -206,12 +206,17 @@ def training_flops(cfg: ModelConfig, seq_len: int, batch: int = 1, causal: bool 
 def einsum_flops(spec: str, *shapes: tuple[int, ...]) -> int:
     """FLOPs of a two-operand einsum by the einsum rule.
 
-    ``2 × (product of the sizes of all distinct indices)``: every index is
-    counted once, whether it is free (in one input and the output), batching
-    (in both inputs and the output) or contracting (in both inputs, not in the
-    output). E.g. ``einsum_flops("btd,df->btf", (B, T, D), (D, F)) == 2*B*T*D*F``.
-    The factor 2 is one multiply plus one add per term (FlopCounterMode's
-    convention, which it applies even when the contraction has length 1).
+    ``2 × (product of the sizes of all distinct indices)`` when some index is summed
+    away (contracting: in both inputs, not in the output; or in one input only and not
+    in the output): every index is counted once, whether it is free (in one input and
+    the output), batching (in both inputs and the output) or contracting.  E.g.
+    ``einsum_flops("BTD,DF->BTF", (B, T, D), (D, F)) == 2*B*T*D*F``.  The factor 2 is
+    one multiply plus one add per term (FlopCounterMode's convention for matmuls,
+    which it applies even when the contraction has length 1).
+
+    When every index reaches the output nothing is added: an outer product
+    (``"i,j->ij"``) or an element-wise product (``"ij,ij->ij"``) is one multiply per
+    output element, ``1 × (product of the sizes)``.
     """
     if not isinstance(spec, str) or "->" not in spec:
         raise ValueError(f"spec must look like 'ij,jk->ik', got {spec!r}")
@@ -245,17 +250,22 @@ def einsum_flops(spec: str, *shapes: tuple[int, ...]) -> int:
     missing = set(out) - set(sizes)
     if missing:
         raise ValueError(f"output index/indices {''.join(sorted(missing))!r} appear in no input")
-    return 2 * prod(sizes.values())
+    summed = set(sizes) - set(out)  # indices added over: without one, no additions at all
+    return (2 if summed else 1) * prod(sizes.values())
 
 
 def einsum_dims(spec: str) -> dict[str, str]:
-    """Classify each index of a two-operand spec: 'batching', 'contracting' or 'free'."""
+    """Classify each index of a two-operand spec: 'batching', 'contracting', 'free' (in one
+    input and the output) or 'summed' (in one input only, summed away)."""
     lhs, out = spec.replace(" ", "").split("->", 1)
     a, b = lhs.split(",")
     kinds = {}
     for ch in dict.fromkeys(a + b):
         both = ch in a and ch in b
-        kinds[ch] = ("batching" if ch in out else "contracting") if both else "free"
+        if both:
+            kinds[ch] = "batching" if ch in out else "contracting"
+        else:
+            kinds[ch] = "free" if ch in out else "summed"
     return kinds
 
 

@@ -426,9 +426,9 @@ class ForwardResult:
 # (op, formula, shape as a function of T, D, N, H, F, V) for every step, in order.
 _PRE = [
     ("token ids", "ids", lambda T, D, N, H, F, V: (T,)),
-    ("token embedding", "E[ids]", lambda T, D, N, H, F, V: (T, D)),
-    ("position embedding", "E_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
-    ("x0 = tok + pos", "x0 = E[ids] + E_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
+    ("token embedding", "W_E[ids]", lambda T, D, N, H, F, V: (T, D)),
+    ("position embedding", "W_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
+    ("x0 = tok + pos", "x0 = W_E[ids] + W_pos[0:T]", lambda T, D, N, H, F, V: (T, D)),
 ]
 _BLOCK = [
     ("ln_1", "LN_1(x)", lambda T, D, N, H, F, V: (T, D)),
@@ -436,11 +436,11 @@ _BLOCK = [
     ("q (split heads)", "Q -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
     ("k (split heads)", "K -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
     ("v (split heads)", "V -> h heads", lambda T, D, N, H, F, V: (N, T, H)),
-    ("scores", "Q K^T / sqrt(d_head) + M", lambda T, D, N, H, F, V: (N, T, T)),
-    ("softmax", "A = softmax_row(scores)", lambda T, D, N, H, F, V: (N, T, T)),
-    ("heads", "A V", lambda T, D, N, H, F, V: (N, T, H)),
+    ("scores", "S = Q K^T / sqrt(d_head) + M", lambda T, D, N, H, F, V: (N, T, T)),
+    ("softmax", "P = softmax_row(S)", lambda T, D, N, H, F, V: (N, T, T)),
+    ("heads", "P V", lambda T, D, N, H, F, V: (N, T, H)),
     ("concat", "Concat(heads)", lambda T, D, N, H, F, V: (T, D)),
-    ("attn out", "o W_O + b_O", lambda T, D, N, H, F, V: (T, D)),
+    ("attn out", "o W^O + b^O", lambda T, D, N, H, F, V: (T, D)),
     ("residual 1", "x + attn", lambda T, D, N, H, F, V: (T, D)),
     ("ln_2", "LN_2(x)", lambda T, D, N, H, F, V: (T, D)),
     ("mlp up", "x W_1 + b_1", lambda T, D, N, H, F, V: (T, F)),
@@ -450,7 +450,7 @@ _BLOCK = [
 ]
 _POST = [
     ("ln_f", "LN_f(x)", lambda T, D, N, H, F, V: (T, D)),
-    ("logits", "h_final E^T", lambda T, D, N, H, F, V: (T, V)),
+    ("logits", "x_final W_E^T", lambda T, D, N, H, F, V: (T, V)),
     ("probs", "softmax(logits)", lambda T, D, N, H, F, V: (T, V)),
 ]
 

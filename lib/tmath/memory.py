@@ -465,13 +465,20 @@ def recompute_flops(
     forward_flops: float,
     attention_core_forward: float,
     strategy: str = "none",
+    *,
+    outside_layers_forward: float = 0,
 ) -> RecomputeFlops:
     """FLOPs of a training step with recomputation.
 
     * ``none``: nothing recomputed, ``extra = 0`` (6 x params x tokens).
-    * ``full`` (block remat, keep only layer inputs): one more forward pass,
-      ``extra = forward_flops`` -> 8 x params x tokens when
-      training = 3 x forward.
+    * ``full`` (block remat, keep only layer inputs): the forward pass of the
+      checkpointed layers once more, ``extra = forward_flops -
+      outside_layers_forward``.  Layer checkpointing (Megatron-LM's
+      ``--recompute-granularity full``, ``torch.utils.checkpoint`` around each block)
+      recomputes the transformer layers only: the LM head after the last layer keeps
+      its activations and is not run again, so pass its forward FLOPs as
+      ``outside_layers_forward`` (:func:`checkpoint_flops` does).  With it 0 the
+      whole forward is redone: 8 x params x tokens when training = 3 x forward.
     * ``selective`` (Korthikanti): only the attention core is recomputed --
       the two s x s matmuls Q K^T and P V (softmax/dropout are not matmuls and
       count 0 here), ``extra = attention_core_forward``.
@@ -480,13 +487,20 @@ def recompute_flops(
         ("training_flops", training_flops),
         ("forward_flops", forward_flops),
         ("attention_core_forward", attention_core_forward),
+        ("outside_layers_forward", outside_layers_forward),
     ):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
             raise InputError(f"{name} 必须是非负数，收到 {show(v)}", name)
+    if outside_layers_forward > forward_flops:
+        raise InputError(
+            f"outside_layers_forward={show(outside_layers_forward)} 超过了 forward_flops="
+            f"{show(forward_flops)}：它只是前向中层以外的部分（输出层），请传入更小的数",
+            "outside_layers_forward",
+        )
     if strategy == "none":
         extra = 0
     elif strategy == "full":
-        extra = forward_flops
+        extra = forward_flops - outside_layers_forward
     elif strategy == "selective":
         extra = attention_core_forward
     else:
@@ -519,11 +533,17 @@ def checkpoint_flops(
     """:func:`recompute_flops` for a model config, using ``tmath.training_flops``.
 
     Forward FLOPs are taken as training / 3 (each matmul's backward costs twice
-    its forward under the FlopCounterMode convention).
+    its forward under the FlopCounterMode convention).  ``full`` recomputes the
+    layers, not the LM head (its forward, ``lm_head`` / 3, is left out of ``extra``):
+    slightly less than 4/3 of the training FLOPs, by the LM head's share.
     """
     from tmath import training_flops  # lazy: provided by the flops module
 
-    train = training_flops(cfg, seq_len=seq_len, batch=batch, causal=causal).total
+    f = training_flops(cfg, seq_len=seq_len, batch=batch, causal=causal)
     return recompute_flops(
-        train, train / 3, attention_core_forward_flops(cfg, seq_len, batch, causal), strategy
+        f.total,
+        f.total / 3,
+        attention_core_forward_flops(cfg, seq_len, batch, causal),
+        strategy,
+        outside_layers_forward=f.breakdown["lm_head"] / 3,
     )

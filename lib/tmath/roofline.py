@@ -235,6 +235,14 @@ class ReportedRun:
 
 
 #: name -> :class:`ReportedRun`.
+#: What a real training run reaches on H100s, against the datasheet's dense bf16 peak: Llama 3
+#: 405B pre-training (8,192 to 16,384 GPUs, BF16), Table 4 of the Llama 3 paper, measured
+#: 380 to 430 TFLOP/s a GPU, the paper's "BF16 MFU" of 38 % to 43 %.  The roofline's peaks
+#: (989 TFLOP/s, 3.35 TB/s) are ceilings; this is how far below them a tuned run stays.
+LLAMA3_405B_H100_FLOPS = (380e12, 430e12)
+LLAMA3_405B_H100_SOURCE = "llama3herd2024"
+
+
 REPORTED_RUNS: dict[str, ReportedRun] = {
     "gpt3-175b": ReportedRun(
         "gpt3-175b", "V100", 300e9, 2048, "brown2020gpt3",

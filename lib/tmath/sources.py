@@ -133,6 +133,14 @@ register(
     "https://arxiv.org/abs/2005.14165",
 )
 register(
+    "llama3herd2024",
+    "The Llama 3 Herd of Models (Llama Team, AI @ Meta, 2024)",
+    "https://arxiv.org/abs/2407.21783",
+    "Llama 3 405B pre-trained with 3.8e25 FLOPs on up to 16K H100 GPUs; Table 4: BF16 model "
+    "FLOPs utilization 38-43% across the three pre-training configurations; 128K context "
+    "for the Llama 3.1 models.",
+)
+register(
     "radford2019gpt2",
     "Language Models are Unsupervised Multitask Learners (GPT-2); configs of the "
     "Hugging Face checkpoints gpt2, gpt2-medium, gpt2-large, gpt2-xl",

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["quadratic_coefficients", "flops_vs_seq_len"]
+__all__ = ["quadratic_coefficients", "flops_vs_seq_len", "six_n_t_threshold"]
 
 
 def quadratic_coefficients(cfg: Any, batch: int = 1, causal: bool = False) -> tuple[Fraction, Fraction]:
@@ -42,6 +42,43 @@ def quadratic_coefficients(cfg: Any, batch: int = 1, causal: bool = False) -> tu
                 f"(checked at T={t}); the sweep cannot use its closed form"
             )
     return p, q
+
+
+def six_n_t_threshold(cfg: Any, tolerance: float | Fraction = Fraction(1, 10), causal: bool = False) -> int:
+    """Smallest sequence length T at which 6PT underestimates the exact count by more than
+    ``tolerance`` (a fraction: 0.1 is 10 %).
+
+    With the exact FLOPs of one sequence p T + q T^2 (:func:`quadratic_coefficients`) and
+    6PT = 6 P T (P: the active parameters, as :func:`tmath.six_n_t`), the error
+    (6PT - exact) / exact falls below -tolerance exactly when 6 P < (1 - tolerance)(p + q T),
+    i.e. T > (6 P / (1 - tolerance) - p) / q: a bound linear in the coefficients, solved in
+    exact fractions.  ``causal=True`` counts the lower triangle of the scores only (a kernel
+    that skips the masked blocks): the attention term halves and the threshold is later.
+    A sliding-window model is quadratic only up to its window: the threshold is returned
+    when it falls inside it (the same number either way), an error otherwise.
+    """
+    from tmath import six_n_t  # lazy: provided by the flops module
+    from tmath.errors import InputError
+
+    tol = Fraction(str(tolerance)) if isinstance(tolerance, float) else Fraction(tolerance)
+    if not 0 < tol < 1:
+        raise InputError(f"tolerance 必须在 0 与 1 之间（0.1 表示 10%），收到 {tolerance!r}", "tolerance")
+    p, q = quadratic_coefficients(cfg, 1, causal)
+    if q == 0:
+        raise InputError(f"{getattr(cfg, 'name', 'cfg')}：精确计数没有 T² 项，6PT 的误差不随 T 增长",
+                         "cfg")
+    bound = (Fraction(six_n_t(cfg, 1)) / (1 - tol) - p) / q
+    t = max(1, int(bound // 1) + 1)
+    from tmath import training_flops
+
+    if training_flops(cfg, seq_len=t, causal=causal, window=True).total != p * t + q * t * t:
+        # sliding windows: quadratic only up to the window, so the bound does not hold there
+        raise InputError(
+            f"{getattr(cfg, 'name', 'cfg')}：T = {t} 时精确计数已不是 pT + qT²（滑动窗口让注意力"
+            "不再随 T 平方增长），这个门槛不适用；请用 six_n_t_error 逐个 T 计算",
+            "cfg",
+        )
+    return t
 
 
 def flops_vs_seq_len(

@@ -122,7 +122,8 @@ def _check_ids(params: ToyParams, ids) -> np.ndarray:
 
 
 def forward(params: ToyParams, ids) -> dict[str, np.ndarray]:
-    """All intermediates for ids ``[B, T]`` (or ``[T]``): x, q, k, v, A ``[B, T, T]``, z, logits."""
+    """All intermediates for ids ``[B, T]`` (or ``[T]``): x, q, k, v, the softmax weights
+    ``[B, T, T]`` (key ``"P"``, the book's letter; ``"A"`` is the same array), z, logits."""
     ids = _check_ids(params, ids)
     T = ids.shape[1]
     x = params.E[ids] + params.P[:T]
@@ -132,7 +133,7 @@ def forward(params: ToyParams, ids) -> dict[str, np.ndarray]:
     s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
     A = _softmax(s)
     z = A @ v
-    return {"ids": ids, "x": x, "q": q, "k": k, "v": v, "A": A, "z": z,
+    return {"ids": ids, "x": x, "q": q, "k": k, "v": v, "A": A, "P": A, "z": z,
             "logits": z @ params.W_U, "scale": np.float64(scale)}
 
 

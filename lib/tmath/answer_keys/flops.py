@@ -169,6 +169,18 @@ def _fails_1() -> float:
     return math.ceil((six / 0.9 - p_lin) / q_quad)
 
 
+@answer("ex-fails-1/causal", rel_tol=0, abs_tol=1, unit="个 token")
+def _fails_1_causal() -> float:
+    # The same with a causal kernel: the exact count takes the lower triangle of the scores,
+    # T (T + 1) / 2 pairs a head, so p and q come from the causal ledger.
+    from tmath import count_params, preset, sweep
+
+    llama = preset("llama3-70b")
+    p_lin, q_quad = sweep.quadratic_coefficients(llama, causal=True)
+    six = Fraction(6 * count_params(llama).active)
+    return math.floor((six / Fraction(9, 10) - p_lin) / q_quad) + 1
+
+
 @answer("ex-fails-2", rel_tol=0, abs_tol=0.05, unit="%")
 def _fails_2() -> float:
     from tmath import count_params, preset

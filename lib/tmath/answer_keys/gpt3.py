@@ -82,15 +82,20 @@ def _arch_6(recompute: str) -> int:
     """Smallest micro-batch of 2048-token sequences whose activations exceed one H100.
 
     ``"none"``: one layer, nothing recomputed (Korthikanti's 34 T d + 5 h T^2 bytes a
-    sequence); ``"full"``: all layers, full recomputation (2 T d bytes a layer).
+    sequence); ``"full"``: all layers, full recomputation, at the backward's peak: the other
+    95 layers' inputs (2 T d bytes each) plus one layer rebuilt with all its activations
+    (eager softmax), the memory chapter's ``segment_checkpoint_bytes(..., segment=1).peak``.
+    Both grow linearly with the micro-batch.
     """
     from tmath import activation_bytes_per_layer, get_hardware, preset
+    from tmath.memory import segment_checkpoint_bytes
 
     cfg = preset("gpt3-175b")
-    per_seq = activation_bytes_per_layer(cfg.max_position, 1, cfg.hidden_size, cfg.num_heads,
-                                         recompute=recompute)
+    t = cfg.max_position
     if recompute == "full":
-        per_seq *= cfg.num_layers
+        per_seq = segment_checkpoint_bytes(cfg, t, 1, 1, attention="eager").peak
+    else:
+        per_seq = activation_bytes_per_layer(t, 1, cfg.hidden_size, cfg.num_heads)
     return math.floor(get_hardware("H100").hbm_bytes / per_seq) + 1
 
 
