@@ -119,3 +119,13 @@ def test_reported_runs_cite_registered_sources_and_known_presets():
     assert roofline.reported_run("llama3-70b").gpu_hours == 6.4e6
     with pytest.raises(ValueError, match="llama3-70b"):
         roofline.reported_run("llama-2")
+
+
+def test_measured_h100_fraction_agrees_with_the_datasheet_peak():
+    # Llama 3 paper, Table 4: TFLOP/s per GPU and BF16 MFU are two columns of one table; MFU is
+    # the first over the H100's dense bf16 peak, so the two must agree to the paper's rounding.
+    from tmath.roofline import MEASURED_H100_BF16 as m
+
+    peak = tmath.get_hardware("H100").dense_flops
+    for flops, mfu in zip(m["flops_per_gpu"], m["mfu"], strict=True):
+        assert abs(flops / peak - mfu) < 0.006
