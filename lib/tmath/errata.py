@@ -1009,7 +1009,7 @@ ERRATA_LEDGER: list[Erratum] = [
             "连同括号里说的两张表（输入嵌入和输出层各 {ds_emb_b}B）一起数，激活参数是 {ds_active_b}B；"
             "{ds_readme_active}B 只接近不计输入嵌入时的 {ds_active_noemb_b}B。该文件较早的版本写的正是"
             "“{ds_readme_old}B (including {ds_readme_head}B for the output Head)”，与不计输入嵌入的计数一致；"
-            "后来补进括号的“0.9B for Embedding”没有加进总数。"
+            "后来括号里补上了嵌入，总数却只从 {ds_readme_old}B 改成 {ds_readme_active}B，没有加上这张表。"
         ),
         values=_ledger_facts,
         chapter="book/ledger/moe-deepseek",
