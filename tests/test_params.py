@@ -66,8 +66,12 @@ def test_deepseek_v3_by_hand():
     p = tmath.count_params(tmath.preset("deepseek-v3"))
     assert p.total == L * attn + norms + dense + moe + 2 * V * D
     assert round(p.total / 1e9) == 671  # the report's 671B
-    assert round(p.active / 1e9) == 38  # 37.55B; the report's 37B excludes the input embedding
-    assert round((p.active - V * D) / 1e8) == 366  # "36.6B activated" (DeepSeek-V3 weights README)
+    # Activated, both tables counted: 37.55B. The weights README (deepseek2024v3weights) now says
+    # "36.7B (including 0.9B for Embedding and 0.9B for the output Head)": the count with both
+    # tables is 0.85B more, and the count without the looked-up input embedding is 36.63B (what
+    # an earlier revision of the README gave as "36.6B (including 0.9B for the output Head)").
+    assert p.active == 37_552_282_624 and round(p.active / 1e9, 1) == 37.6 != 36.7
+    assert round((p.active - V * D) / 1e8) == 366
     # MTP module: enorm, hnorm, eh_proj (2D x D), one MoE layer, shared_head norm
     layer = attn + 2 * D + rq + rkv + E * 3 * D * Fm + 3 * D * Fm + E * D
     assert tmath.mtp_params(tmath.preset("deepseek-v3")) == 2 * D + 2 * D * D + layer + D
@@ -129,6 +133,7 @@ PUBLISHED_ROUNDED = {  # file -> (total in units of 1e9, digits)
     "qwen3-8b": (8.19, 2),            # Qwen3 model card: 8.2B, 6.95B non-embedding
     "qwen3-30b-a3b": (30.5, 1),       # 30.5B total, 3.3B activated
     "gemma-2-9b": (9.24, 2),          # Gemma 2 report: 9.24B
+    "gemma-2-27b": (27.23, 2),        # Gemma 2 report, Table 2: 1,179,648,000 + 26,047,480,320
     "gemma-3-1b-it": (1.00, 2),
     "phi-3-mini-4k-instruct": (3.82, 2),  # Phi-3 report: 3.8B
     "olmo-2-1124-7b": (7.30, 2),      # OLMo 2 report: 7.3B
@@ -157,6 +162,14 @@ def test_qwen3_8b_qk_norms_and_olmo2_full_width_by_hand():
     assert q["norms"] == 36 * (2 * 4096 + 2 * 128) + 4096  # 9,216 of them are q/k norms
     o = tmath.count_params(tmath.ModelConfig.from_hf(HF / "olmo-2-1124-7b.json")).breakdown
     assert o["norms"] == 32 * (2 * 4096 + (32 + 32) * 128) + 4096
+
+
+def test_gemma2_27b_equals_the_report_table_2_exactly():
+    # Gemma 2 report, Table 2: embedding 1,179,648,000, non-embedding 26,047,480,320 parameters
+    b = tmath.count_params(tmath.preset("gemma-2-27b")).breakdown
+    assert b["embedding"] == 1_179_648_000 and b["lm_head"] == 0  # tied
+    assert sum(b.values()) - b["embedding"] == 26_047_480_320
+    assert sum(b.values()) == 27_227_128_320
 
 
 def test_gemma2_tied_and_four_norms_by_hand():

@@ -12,6 +12,7 @@ Descriptions are in Chinese because they are printed in the book.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -803,18 +804,6 @@ def _moe_ring_ratio() -> float:
     return float(moe.ring_comm_units(preset("deepseek-v3").experts_per_token).ratio)
 
 
-def _seed_example_activation_tb(recompute: str) -> float:
-    """Korthikanti activations for the seed's sec. 7 example, in TB (1e12 B).
-
-    4e6 tokens as sequences of s = 4096, L = 64, h = 8192, a = 64 heads (H = 128).
-    """
-    from tmath.memory import activation_bytes_per_layer
-
-    s, tokens, layers = 4096, 4e6, 64
-    per_seq = activation_bytes_per_layer(s, 1, 8192, 64, recompute=recompute)
-    return per_seq / s * tokens * layers / 1e12
-
-
 def _big_matmuls_extra_flops_below_10pct() -> bool:
     """Keeping the 7 projection outputs leaves only the attention core's matmuls to recompute:
     Llama 3 70B at T = 4096 then does a few percent more matmul FLOPs, not the seed's 10 %."""
@@ -826,7 +815,7 @@ def _big_matmuls_extra_flops_below_10pct() -> bool:
 
 
 def _llama70b_128k_kv_fits_one_gpu() -> bool:
-    """One 128K-token bf16 KV cache of Llama 3 70B fits an 80 GB H100; with the weights it does not."""
+    """One 128K-token bf16 KV cache of Llama 3 70B fits an 80 GiB H100; with the weights it does not."""
     from tmath import count_params, get_hardware, kv_cache_bytes_sequence, preset
 
     cfg = preset("llama3-70b")
@@ -866,6 +855,127 @@ def _dsv3_total_over_active() -> bool:
     return bool(17.5 < p.total / p.active < 18.5)
 
 
+@functools.cache
+def _ledger_facts() -> dict[str, str]:
+    """Every figure the book/ledger errata quote in their causes, computed and formatted once."""
+    from tmath import (
+        attention_crossover,
+        attention_matmul_ratio,
+        concurrency,
+        count_params,
+        decode_bound,
+        fmt,
+        get_hardware,
+        kv_cache_bytes_per_token,
+        kv_cache_bytes_sequence,
+        moe,
+        preset,
+    )
+
+    c70, c405, g27 = preset("llama3-70b"), preset("llama3.1-405b"), preset("gemma-2-27b")
+    ds = preset("deepseek-v3")
+    h100 = get_hardware("H100")
+    p70 = count_params(c70)
+    mha = c70.replace(num_kv_heads=c70.num_heads)
+    mha_128k = kv_cache_bytes_sequence(mha, 131072, "bf16")
+    c4k = concurrency(c70, "H100", tp=8, context_len=4096)
+    seq4k = kv_cache_bytes_sequence(c70, 4096, "bf16")
+    d1, d8 = (decode_bound(c70, "H100", tp=tp) for tp in (1, 8))
+    emb = p70.breakdown["embedding"]
+    t70, t405 = attention_crossover(c70), attention_crossover(c405)
+    kv128 = kv_cache_bytes_sequence(c70, 131072, "bf16")
+    dsp = count_params(ds)
+    cb = {dt: moe.moe_critical_batch(ds, "TPUv5e", dt) for dt in ("bf16", "fp8")}
+    dense_cb = moe.moe_critical_batch(c70, "TPUv5e", "bf16")
+    t_g27 = {
+        "full": attention_crossover(g27, window=False),
+        "win": attention_crossover(g27),
+        "win_causal": attention_crossover(g27, causal=True),
+    }
+    f = {
+        # 5.2: KV cache
+        "mha_mib": fmt.num(kv_cache_bytes_per_token(mha, "bf16") / 2**20, 2),
+        "len_128k": fmt.num(131072),
+        "len_128000": fmt.num(128000),
+        "seed_mha_gb": "336",
+        "mha_128k_gb": fmt.num(mha_128k / 1e9, 4),
+        "mha_128k_gib": fmt.num(mha_128k / 2**30, 3),
+        "kv128_gb": fmt.num(kv128 / 1e9, 3),
+        "kv128_share": fmt.pct(kv128 / h100.hbm_bytes, 2),
+        "kv128_per_gpu_gb": fmt.num(kv128 / 8 / 1e9, 2),
+        # 5.3: concurrency on 8 x H100, TP = 8
+        "seed_formula": "440 GB ÷ (0.32 MB × 4096)",
+        "seed_pool": "440",
+        "k128": "128K",
+        "seed_formula_4k": fmt.num(round(440e9 / (0.32e6 * 4096))),
+        "seed_formula_8k": fmt.num(round(440e9 / (0.32e6 * 8192))),
+        "seed_formula_32k": fmt.num(round(440e9 / (0.32e6 * 32768))),
+        "seq4k_gb": fmt.num(seq4k / 1e9, 3),
+        "hbm_gib": fmt.num(h100.hbm_bytes / 2**30, 2),
+        "hbm_gb": fmt.num(h100.hbm_bytes / 1e9, 3),
+        "w_gb": fmt.num(2 * p70.total / 1e9, 4),
+        "w_gpu_gb": fmt.num(c4k.weight_bytes_per_gpu / 1e9, 4),
+        "budget_gb": fmt.num(c4k.kv_budget_bytes_per_gpu / 1e9, 3),
+        "pooled_4k": fmt.num(int(440e9 // seq4k)),
+        "params_b": fmt.num(p70.total / 1e9, 4),
+        "seed_weights_gb": "140",
+        # 5.4: decode
+        "vocab": fmt.num(c70.vocab_size),
+        "width": fmt.num(c70.hidden_size),
+        "read_b": fmt.num((p70.total - emb) / 1e9, 4),
+        "read_gb": fmt.num(d1.weight_bytes / 1e9, 4),
+        "bw_tbs": fmt.num(h100.hbm_bandwidth / 1e12, 3),
+        "decode_tp1_ms": fmt.num(d1.seconds * 1e3, 3),
+        "decode_tp8_ms": fmt.num(d8.seconds * 1e3, 3),
+        "tp8_allreduces": fmt.num(2 * c70.num_layers),
+        "kv_equals_weights": fmt.num(round(d8.weight_bytes / (kv_cache_bytes_per_token(c70) * 8192))),
+        # 4: crossover
+        "f70": fmt.num(c70.intermediate_size),
+        "f70_d": fmt.num(c70.intermediate_size / c70.hidden_size, 3),
+        "g70": fmt.num(c70.num_heads // c70.num_kv_heads),
+        "t70": fmt.num(t70),
+        "t70_d": fmt.num(t70 / c70.hidden_size, 4),
+        "t70_causal": fmt.num(attention_crossover(c70, causal=True)),
+        "seed_8d_70": fmt.num(8 * c70.hidden_size),
+        "seed_ratio_1m": "15.3",
+        "ratio_more": fmt.pct(8 * c70.hidden_size / t70 - 1, 3),
+        **{f"r70_{k}": fmt.num(attention_matmul_ratio(c70, t), 3)
+           for k, t in (("4k", 4096), ("32k", 32768), ("64k", 65536), ("128k", 131072))},
+        "f405": fmt.num(c405.intermediate_size),
+        "f405_d": fmt.num(c405.intermediate_size / c405.hidden_size, 3),
+        "g405": fmt.num(c405.num_heads // c405.num_kv_heads),
+        "t405": fmt.num(t405),
+        "t405_d": fmt.num(t405 / c405.hidden_size, 3),
+        "d_g27": fmt.num(g27.hidden_size),
+        "f_g27": fmt.num(g27.intermediate_size),
+        "f_g27_d": fmt.num(g27.intermediate_size / g27.hidden_size),
+        "nh_g27": fmt.num(g27.num_heads * g27.head_dim),
+        "n_g27": fmt.num(g27.num_heads),
+        "h_g27": fmt.num(g27.head_dim),
+        "w_g27": fmt.num(g27.sliding_window),
+        "ctx_g27": fmt.num(g27.max_position),
+        "t_g27": fmt.num(t_g27["full"]),
+        "t_g27_d": fmt.num(t_g27["full"] / g27.hidden_size, 3),
+        "t_g27_win": fmt.num(t_g27["win"]),
+        "t_g27_win_causal": fmt.num(round(t_g27["win_causal"])),
+        # 6: MoE
+        "cb_dense_bf16": fmt.num(round(dense_cb)),
+        "cb_seed_moe": "3,840",
+        "seed_half_ridge": "120",
+        "e_ds": fmt.num(ds.n_routed_experts),
+        "k_ds": fmt.num(ds.experts_per_token),
+        "cb_ds_bf16": fmt.num(round(cb["bf16"])),
+        "ds_total_over_active": fmt.num(dsp.total / dsp.active, 3),
+        "ds_active_b": fmt.num(dsp.active / 1e9, 4),
+        "ds_active_noemb_b": fmt.num((dsp.active - dsp.breakdown["embedding"]) / 1e9, 4),
+        "ds_emb_b": fmt.num(dsp.breakdown["embedding"] / 1e9, 3),
+        "ds_readme_active": "36.7",
+        "ds_readme_old": "36.6",
+        "ds_readme_head": "0.9",
+    }
+    return f
+
+
 # --- Part II-b: the full ledger (book/ledger/) -----------------------------
 ERRATA_LEDGER: list[Erratum] = [
     Erratum(
@@ -876,7 +986,11 @@ ERRATA_LEDGER: list[Erratum] = [
         stated=336,
         unit="GB",
         compute=_llama70b_kv_mha_128k_gb,
-        cause="2.5 MiB/token × 131,072 token = 343.6 GB（320 GiB）；336 GB 相当于把 128K 当成 128,000。",
+        cause=(
+            "{mha_mib} MiB/token × {len_128k} token = {mha_128k_gb} GB（{mha_128k_gib} GiB）；"
+            "{seed_mha_gb} GB 相当于把 {len_128k} 个 token 当成了 {len_128000} 个。"
+        ),
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".1f",
     ),
@@ -889,11 +1003,13 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="条",
         compute=lambda: _llama70b_concurrency(4096),
         cause=(
-            "原文自己的式子算出来是 440 GB ÷ (0.32 MB × 4096) ≈ 336 条，写下的 41 少了约 8 倍——"
-            "41 恰好是单卡的 55 GB 除以一条 4K 序列的全部 KV cache（1.34 GB）。TP=8 时每张卡只存 "
-            "1/8 的 KV 头，按每卡算和按 8 卡总池算是同一回事。精确值按每卡 80 GB − 141.1 GB/8 权重 − "
-            "5 GB 开销 = 57.4 GB 计；按原文的 440 GB 总池和精确的 KV 字节数计是 327 条。"
+            "原文自己的式子 {seed_formula} 算出来约 {seed_formula_4k} 条，写下的 41 少了约 8 倍——"
+            "41 恰好是单卡的 55 GB 除以一条 4K 序列的全部 KV cache（{seq4k_gb} GB）。TP=8 时每张卡只存"
+            " 1/8 的 KV 头，按每卡算和按 8 卡总池算是同一回事。重算值按每卡 {hbm_gib} GiB（{hbm_gb} GB）"
+            "− {w_gpu_gb} GB 权重 − 5 GB 工作区 = {budget_gb} GB 的 KV 预算计；按原文的 {seed_pool} GB 总池和"
+            "精确的 KV 字节数计是 {pooled_4k} 条。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
     ),
@@ -905,7 +1021,8 @@ ERRATA_LEDGER: list[Erratum] = [
         stated=20,
         unit="条",
         compute=lambda: _llama70b_concurrency(8192),
-        cause="与 4K 一条同因：原文的式子本身给出约 168 条，写下的结果少了约 8 倍。",
+        cause="与 4K 一条同因：原文的式子本身给出约 {seed_formula_8k} 条，写下的结果少了约 8 倍。",
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
     ),
@@ -917,7 +1034,8 @@ ERRATA_LEDGER: list[Erratum] = [
         stated=5,
         unit="条",
         compute=lambda: _llama70b_concurrency(32768),
-        cause="与 4K 一条同因：原文的式子本身给出约 42 条，写下的结果少了约 8 倍。",
+        cause="与 4K 一条同因：原文的式子本身给出约 {seed_formula_32k} 条，写下的结果少了约 8 倍。",
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".0f",
     ),
@@ -930,9 +1048,10 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="GB",
         compute=_llama70b_weights_gb,
         cause=(
-            "原文 5.1 节自己算出 70.55B 参数，bf16 每个 2 字节，"
-            "是 141.1 GB（每卡 17.64 GB），不是 140 GB。"
+            "原文第五节自己算出 {params_b}B 参数，bf16 每个 2 字节，"
+            "是 {w_gb} GB（每卡 {w_gpu_gb} GB），不是 {seed_weights_gb} GB。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".1f",
         rel_tol=0.005,
@@ -946,10 +1065,13 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="ms",
         compute=_llama70b_decode_ms,
         cause=(
-            "解码一步并不读整张输入嵌入表（128,256 × 8192，每条序列只查一行），"
-            "要读的是其余 69.50B 参数 = 139.0 GB：139.0 GB / 3.35 TB/s = 41.5 ms，TP=8 时每卡 5.19 ms。"
-            "原文的 140 GB 本是权重显存（精确值 141.1 GB），挪来当读取量，两处误差恰好部分抵消。"
+            "解码一步并不读整张输入嵌入表（{vocab} × {width}，每条序列只查一行），"
+            "要读的是其余 {read_b}B 参数 = {read_gb} GB：{read_gb} GB ÷ {bw_tbs} TB/s = {decode_tp1_ms} ms，"
+            "TP=8 时每卡 {decode_tp8_ms} ms。原文的 {seed_weights_gb} GB 本是权重显存（精确值 {w_gb} GB），"
+            "挪来当读取量，两处误差恰好部分抵消。两者都是只看带宽的下界，不含 TP 的 all-reduce"
+            "（TP=8 时每个 token {tp8_allreduces} 次）。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
         fmt=".1f",
         rel_tol=0.005,
@@ -964,9 +1086,11 @@ ERRATA_LEDGER: list[Erratum] = [
         compute=lambda: _crossover("llama3-70b"),
         cause=(
             "T > 8D 在原文的假设（门控 MLP 且 F = 4D、MHA 即 K = N）下是对的，但 Llama 3 70B 两条都不满足："
-            "F = 28672 = 3.5D，K = 8 = N/8。代入真实配置，注意力点积与全部层内矩阵乘相等的位置是 "
-            "T = 52,224 = 6.375D（不计 LM head，不计因果掩码节省）。"
+            "F = {f70} = {f70_d}D，K = N/{g70}。代入真实配置，注意力点积与全部层内矩阵乘相等的位置是 "
+            "T = {t70} = {t70_d}D（全量计数，即点积按满的 T×T 计；不计 LM head）；"
+            "按因果掩码计是 {t70_causal}。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/crossover",
         fmt=",.0f",
     ),
@@ -981,9 +1105,11 @@ ERRATA_LEDGER: list[Erratum] = [
             __import__("tmath").preset("llama3-70b"), 1_000_000
         ),
         cause=(
-            "15.3 = 10⁶ / 65,536 用的是假设下的 8D；按真实配置比值是 T / 52,224，"
-            "原文这张表的每一项都偏小约 20%（4K 时 0.078，32K 时 0.63，64K 时 1.25，128K 时 2.51）。"
+            "{seed_ratio_1m} = 10⁶ ÷ {seed_8d_70} 用的是假设下的 8D；按真实配置（全量计数）比值是"
+            " T ÷ {t70}，原文这张表的每一项都偏小约 {ratio_more}（4K 时 {r70_4k}，32K 时 {r70_32k}，"
+            "64K 时 {r70_64k}，{k128} 时 {r70_128k}）。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/crossover",
         fmt=".1f",
     ),
@@ -996,9 +1122,34 @@ ERRATA_LEDGER: list[Erratum] = [
         unit="tokens",
         compute=lambda: _crossover("llama3.1-405b"),
         cause=(
-            "同样只在 F = 4D、K = N 的假设下成立；Llama 3.1 405B 的 F = 53248 = 3.25D，K = 8 = N/16，"
-            "真实临界点是 97,280 = 5.94D。"
+            "同样只在 F = 4D、K = N 的假设下成立；Llama 3.1 405B 的 F = {f405} = {f405_d}D，K = N/{g405}，"
+            "真实临界点是 {t405} = {t405_d}D（全量计数，不计 LM head）。"
         ),
+        values=_ledger_facts,
+        chapter="book/ledger/crossover",
+        fmt=",.0f",
+    ),
+    Erratum(
+        key="gemma2-27b-crossover",
+        seed="003",
+        location="4 节：Gemma-27B (D=4608)",
+        claim="Gemma-27B (D=4608): T_critical = 37k",
+        stated=37000,
+        unit="tokens",
+        compute=lambda: float(
+            __import__("tmath").attention_crossover(
+                __import__("tmath").preset("gemma-2-27b"), window=False
+            )
+        ),
+        cause=(
+            "37k = 8 × {d_g27}，只在原文的三条假设（F = 4D、K = N、NH = D）下成立。Gemma 2 27B 的"
+            " F = {f_g27} = {f_g27_d}D，{n_g27} 个查询头、每头 {h_g27} 维，NH = {nh_g27} 小于 D：其余矩阵乘"
+            "比点积重得多。全量计数、不计窗口（eager 实际算的）T* = {t_g27} = {t_g27_d}D；它一半的层是"
+            " {w_g27} 个 token 的滑动窗口，计窗口还要更晚：全量计数 {t_g27_win}，"
+            "因果计数 {t_g27_win_causal}。"
+            "每一种都远超它 {ctx_g27} 的原生上下文。"
+        ),
+        values=_ledger_facts,
         chapter="book/ledger/crossover",
         fmt=",.0f",
     ),
@@ -1012,11 +1163,12 @@ ERRATA_LEDGER: list[Erratum] = [
         compute=lambda: __import__("tmath").preset("deepseek-v3").n_routed_experts
         / __import__("tmath").preset("deepseek-v3").experts_per_token,
         cause=(
-            "两个数用了不同的约定：240 是 bf16 权重（每参数 2 字节）下 dense 的临界 batch，"
-            "3,840 = 120·E/k 却把字节数记成参数个数（相当于每参数 1 字节）。"
-            "同一约定下 MoE 与 dense 的临界 batch 之比恰为 E/k = 256/8，不是 16；"
-            "bf16 权重时 DeepSeek V3 的临界 batch 是 240·E/k ≈ 7,700。"
+            "两个数用了不同的约定：约 {cb_dense_bf16} 是 bf16 权重（每参数 2 字节）下 dense 的临界 batch，"
+            "{cb_seed_moe} = {seed_half_ridge}·E/k 却把字节数记成参数个数（相当于每参数 1 字节）。"
+            "同一约定下 MoE 与 dense 的临界 batch 之比恰为 E/k = {e_ds}/{k_ds}，不是 16；"
+            "bf16 权重时 DeepSeek V3 的临界 batch 约 {cb_ds_bf16}。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/moe-deepseek",
         fmt=".0f",
     ),
@@ -1037,40 +1189,24 @@ ERRATA_LEDGER: list[Erratum] = [
         fmt=".3g",
     ),
     Erratum(
-        key="activations-no-checkpoint",
-        seed="003",
-        location="7.1 激活值有多恐怖（B·T = 4M, L = 64, D = 8192）",
-        claim="完整保存所有中间激活 = 2 × 20 × B·T × D × L ≈ 84 TB",
-        stated=84,
-        unit="TB",
-        compute=lambda: _seed_example_activation_tb("none"),
+        key="deepseek-v3-readme-active",
+        seed="deepseek2024v3weights",
+        location="README_WEIGHTS.md：Main Model Weights, Parameter Count",
+        claim="Activation parameters: 36.7B (including 0.9B for Embedding and 0.9B for the output Head)",
+        stated=36.7,
+        unit="B",
+        compute=lambda: __import__("tmath").count_params(
+            __import__("tmath").preset("deepseek-v3")
+        ).active / 1e9,
         cause=(
-            "“每层 20 个 B·T×D 张量”的估计漏掉了注意力的 T×T 项"
-            "（softmax 输出、dropout 掩码和 dropout 输出）。"
-            "按 Korthikanti 等（2022）的每层公式（论文记作 sbh(34 + 5as/h)，本书写作 TBD(34 + 5NT/D)；"
-            "GPT 式、带 dropout），取 T = 4096、N = 64（H = 128），完整保存所有激活的字节数见重算一栏；"
-            "84 TB 只比完全不计 T×T 项的 34·TBD 多一点。不用 dropout 时每层为 TBD(32 + 2NT/D)，"
-            "仍是原文的两倍多。"
+            "连同括号里说的两张表（输入嵌入和输出层各 {ds_emb_b}B）一起数，激活参数是 {ds_active_b}B；"
+            "{ds_readme_active}B 只接近不计输入嵌入时的 {ds_active_noemb_b}B。该文件较早的版本写的正是"
+            "“{ds_readme_old}B (including {ds_readme_head}B for the output Head)”，与不计输入嵌入的计数一致；"
+            "后来括号里补上了嵌入，总数却只从 {ds_readme_old}B 改成 {ds_readme_active}B，没有加上这张表。"
         ),
-        chapter="book/ledger/memory",
-        fmt=".3g",
-    ),
-    Erratum(
-        key="remat-20x-saving",
-        seed="003",
-        location="7.2 三种 checkpointing 策略（记忆口诀）",
-        claim="用 33% 的额外算力，换 20 倍的显存节省",
-        stated=20,
-        unit="倍",
-        compute=lambda: _seed_example_activation_tb("none") / _seed_example_activation_tb("full"),
-        cause=(
-            "20 倍是原文自己的启发式之比：每层 20 个张量对整层重计算时的 1 个张量（84 TB ÷ 4.2 TB）。"
-            "整层重计算只存每层输入，这一头两种算法一致；不重计算的一头却漏了注意力的 T×T 项。"
-            "按 Korthikanti 等（2022）的逐层公式，同一例子（T = 4096、N = 64，GPT 式、带 dropout）"
-            "不重计算与整层重计算之比才是节省的倍数。"
-        ),
-        chapter="book/ledger/memory",
-        fmt=".3g",
+        values=_ledger_facts,
+        chapter="book/ledger/moe-deepseek",
+        fmt=".4g",
     ),
     Erratum(
         key="remat-big-matmuls-10pct",
@@ -1079,7 +1215,7 @@ ERRATA_LEDGER: list[Erratum] = [
         claim="只存 7 个 matmul 输出：额外 FLOPs ~10%",
         correction=(
             "7 个投影矩阵乘的输出都存下时，反向前要重算的只剩注意力核心（QKᵀ、softmax、PV）和逐元素运算，"
-            "矩阵乘 FLOPs 的增量就是选择性重计算的增量：对 Llama 3 70B、T = 4096 只有几个百分点。"
+            "矩阵乘 FLOPs 的增量就是选择性重计算的增量：对 Llama 3 70B、T = 4K 只有几个百分点。"
             "10% 无法从 FLOPs 推出，至多是墙钟时间的粗估。"
         ),
         verify=_big_matmuls_extra_flops_below_10pct,
@@ -1092,11 +1228,13 @@ ERRATA_LEDGER: list[Erratum] = [
         location="5.2 KV Cache：单条序列",
         claim="128K 上下文 → 320K × 131072 = 42.9 GB ← 单条就爆单卡!",
         correction=(
-            "42.9 GB 的 KV cache 单独放得进一张 80 GB 的 H100（约 54%）；放不下的是它加上 141 GB 的"
-            "bf16 权重。TP=8 时每张卡只存每条序列的 1/8（约 5.4 GB）。"
+            "{kv128_gb} GB 的 KV cache 单独放得进一张 {hbm_gib} GiB 的 H100（约占 {kv128_share}）；"
+            "放不下的是它加上 {w_gb} GB 的 bf16 权重。TP=8 时每张卡只存每条序列的 1/8"
+            "（约 {kv128_per_gpu_gb} GB）。"
         ),
         verify=_llama70b_128k_kv_fits_one_gpu,
         cause="“爆卡”的是权重加 KV cache，不是 KV cache 本身；原文把两笔账混成了一笔。",
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
     ),
     Erratum(
@@ -1105,12 +1243,13 @@ ERRATA_LEDGER: list[Erratum] = [
         location="5.4 Decode 延迟的物理下界",
         claim="这个下界与 batch size 无关——batch 里的所有序列共享同一份权重读取",
         correction=(
-            "只有权重的读取与 batch 无关；每条序列还要读自己的 KV cache，一步的带宽下界是"
-            "（权重字节 + B × 每条序列的 KV 字节）÷ 带宽，随 B 和上下文长度线性增长。"
-            "Llama 3 70B、TP=8、8K 上下文时，约 20 条序列的 KV 就与权重一样多。"
+            "只有权重的读取与 batch 无关；每条序列还要读自己已缓存的 S 个 token 的 KV，一步的带宽下界是"
+            "（权重字节 + B × 每条序列的 KV 字节）÷ 带宽，随 B 和 S 线性增长。"
+            "Llama 3 70B、TP=8、S = 8K 时，约 {kv_equals_weights} 条序列的 KV 就与权重一样多。"
         ),
         verify=_decode_bound_depends_on_batch,
         cause="原文的下界只算了权重，漏了 KV cache 的读取，而后者正比于 batch。",
+        values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
     ),
     Erratum(
@@ -1132,14 +1271,16 @@ ERRATA_LEDGER: list[Erratum] = [
         location="6.1 参数 vs 激活参数",
         claim="这就是 MoE 的核心 trade-off：用 18 倍显存换 2 倍算力效率",
         correction=(
-            "前半句是 DeepSeek V3 总参数与激活参数之比（约 17.9）：显存按总参数、每 token 的计算按激活参数。"
-            "后半句的“2 倍”没有推导，也没有约定（与哪个稠密模型比、比什么），无从验算，本书不采用。"
+            "前半句是 DeepSeek V3 总参数与激活参数之比（约 {ds_total_over_active}）：显存按总参数、"
+            "每 token 的计算按激活参数。后半句的“2 倍”没有推导，也没有约定（与哪个稠密模型比、比什么），"
+            "无从验算，本书不采用。"
         ),
         verify=_dsv3_total_over_active,
         cause=(
             "“2 倍”没有出处：同样的激活参数，MoE 与稠密模型每 token 的 FLOPs 相同；"
             "要比的是同质量下的代价。"
         ),
+        values=_ledger_facts,
         chapter="book/ledger/moe-deepseek",
     ),
 ]

@@ -108,6 +108,18 @@ def _build() -> dict[str, ModelConfig]:
         sliding_window=128, layer_types=("sliding_attention", "full_attention") * 12,
         source="openai2025gptoss20b",
     )
+    # Gemma 2 27B (google/gemma-2-27b config.json): the crossover chapter checks the seed's
+    # "Gemma-27B: 37k" against it. Windows of 4096 on every other layer (first one local),
+    # tied and scaled embeddings, four RMSNorms a layer, logit soft-capping.
+    p["gemma-2-27b"] = ModelConfig(
+        name="gemma-2-27b", model_type="gemma2", hidden_size=4608, intermediate_size=36864,
+        num_layers=46, num_heads=32, num_kv_heads=16, head_dim=128, vocab_size=256000,
+        max_position=8192, mlp="gated", norm="rmsnorm", qkv_bias=False, out_bias=False,
+        mlp_bias=False, tie_embeddings=True, learned_positions=False, norms_per_layer=4,
+        sliding_window=4096, layer_types=("sliding_attention", "full_attention") * 23,
+        gate_act="gelu_pytorch_tanh", scaled_embeddings=True, attn_logit_softcap=50.0,
+        final_logit_softcap=30.0, source="google2024gemma2_27b",
+    )
     p["deepseek-v2-lite"] = ModelConfig(
         name="deepseek-v2-lite", model_type="deepseek_v2", hidden_size=2048,
         intermediate_size=10944, num_layers=27, num_heads=16, num_kv_heads=16, head_dim=192,

@@ -441,6 +441,16 @@ register(
     "attention, 16 heads of 256, 8 KV heads, vocab 256000, context 8192",
 )
 register(
+    "google2024gemma2_27b",
+    "Gemma 2 27B: config.json of the official checkpoint (Gemma 2: Improving Open Language "
+    "Models at a Practical Size, arXiv:2408.00118, Tables 1 and 2)",
+    "https://huggingface.co/google/gemma-2-27b/blob/main/config.json",
+    "hidden 4608, FFN 36864 (the report's Table 1 lists 73728, gate and up together), 46 layers "
+    "alternating 4096-token sliding-window and global attention, 32 heads of 128, 16 KV heads, "
+    "query_pre_attn_scalar 144, vocab 256000, tied embeddings, context 8192; Table 2: "
+    "1,179,648,000 embedding + 26,047,480,320 non-embedding parameters",
+)
+register(
     "deepseek2024v2lite",
     "DeepSeek-V2-Lite: config.json of the official checkpoint (DeepSeek-V2 report, "
     "arXiv:2405.04434)",
@@ -499,10 +509,12 @@ register(
     "DeepSeek-V3 Weight File Documentation (README_WEIGHTS.md of the deepseek-ai/DeepSeek-V3 "
     "repository and Hugging Face checkpoint)",
     "https://github.com/deepseek-ai/DeepSeek-V3/blob/main/README_WEIGHTS.md",
-    "Main model: 671B total parameters, 36.6B activation parameters (including 0.9B for the "
-    "output head). MTP module: 11.5B unique parameters, excluding the shared 0.9B embedding "
-    "and 0.9B output head. The Hugging Face model card: total size 685B = 671B main model "
-    "+ 14B MTP module.",
+    "Main Model Weights, Parameter Count (the text at commits b4e06d8 and 0b39205 of the "
+    "repository): 'Total parameters: 671B'; 'Activation parameters: 36.7B (including 0.9B for "
+    "Embedding and 0.9B for the output Head).' MTP Modules: '11.5B unique parameters, excluding "
+    "the shared 0.9B Embedding and 0.9B output Head'. (A copy of an earlier revision, vendored "
+    "in tenstorrent/tt-metal, read '36.6B (including 0.9B for the output Head)'.) The Hugging "
+    "Face model card: total size 685B = 671B main model + 14B MTP module.",
 )
 register(
     "deepseek2024v2",

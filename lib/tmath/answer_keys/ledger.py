@@ -3,7 +3,7 @@
 Conventions: parameter and sequence counts are exact integers (``abs_tol=0.5``);
 quantities a student rounds (GB, ms, FLOPs, tokens of a critical batch) get
 ``rel_tol=0.01``; percentages are in percentage points with an absolute
-tolerance. GB means 10^9 bytes.
+tolerance. GB means 10^9 bytes; a GPU's capacity comes from the hardware table (80 GiB).
 """
 
 from __future__ import annotations
@@ -431,9 +431,12 @@ def _mem_6_gb() -> float:
 
 @answer("ex-cheat-3/gpus", count=True, unit="张 GPU")
 def _cheat_3_gpus() -> float:
-    from tmath import count_params, preset
+    """H100s (80 GiB each, the hardware table) that hold 16 bytes per Llama 3.1 405B parameter."""
+    import math
 
-    return -(-count_params(preset("llama3.1-405b")).total * 16 // 80_000_000_000)
+    from tmath import count_params, get_hardware, preset
+
+    return math.ceil(count_params(preset("llama3.1-405b")).total * 16 / get_hardware("H100").hbm_bytes)
 
 
 @answer("ex-cheat-3/gb", rel_tol=0.01, unit="GB")
