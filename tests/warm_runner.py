@@ -87,8 +87,9 @@ def _run_in_child(path: str, mode: str, report: int) -> None:
             error = result.error_before_exec or result.error_in_exec
             if error is not None and "raises-exception" not in tags:
                 tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                where = f"cell {i + 1} of {len(cells)} ({mode})"
                 outcome = {"path": path, "ok": False,
-                           "error": f"cell {i + 1} of {len(cells)} ({mode}):\n{source[:1500]}\n\n{tb[-3000:]}"}
+                           "error": f"{where}:\n{source[:1500]}\n\n{tb[-3000:]}"}
                 break
     except BaseException as e:  # noqa: BLE001 - report anything, never hang the parent
         outcome = {"path": path, "ok": False, "error": "".join(traceback.format_exception(e))[-4000:]}

@@ -1669,7 +1669,7 @@ ERRATA_ENERGY: list[Erratum] = [
 
 # --- Part V: many GPUs (book/parallel/) ---------------------------------------------------
 def _llama3_table4_row3() -> dict:
-    from tmath.plan import LLAMA3_405B_TABLE4
+    from tmath.roofline import LLAMA3_405B_TABLE4
 
     return LLAMA3_405B_TABLE4[2]
 

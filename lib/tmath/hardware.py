@@ -225,12 +225,3 @@ def node(gpu: str | Hardware) -> Node:
             f"{hw.name} 没有节点与链路数据（可选：{', '.join(NODES)}）；"
             "请给出每节点卡数与节点内、节点间的链路（tmath.hardware.LINKS）"
         ) from None
-
-
-#: What a datasheet peak becomes in a real run: the measured model FLOPs utilisation
-#: (fraction of the dense bf16 peak) of Llama 3 405B's pre-training on up to 16K H100s,
-#: lowest and highest of its three configurations (llama3herd2024, Table 4: 38-43 %).
-#: Times and energies computed at ``dense_flops`` assume a utilisation of 1; divide by
-#: these to see what a well-tuned large run achieves.
-H100_MEASURED_MFU: tuple[float, float] = (0.38, 0.43)
-H100_MEASURED_MFU_SOURCE = "llama3herd2024"

@@ -454,23 +454,15 @@ def run_plan(args: argparse.Namespace) -> int:
 #: data-parallel group and step; ``tokens_per_batch`` the table's "16M"; ``mfu`` its "BF16 MFU".
 #: An earlier arXiv HTML version printed DP = 4 in the last row; v3 prints 8, the only value for which
 #: TP·CP·PP·DP = 16,384 (the errata appendix lists it as ``llama3-table4-dp``).
-LLAMA3_405B_TABLE4: tuple[dict[str, Any], ...] = (
-    {"gpus": 8192, "tp": 8, "cp": 1, "pp": 16, "dp": 64, "seq_len": 8192, "batch_per_dp": 32,
-     "tokens_per_batch": 16e6, "tflops_per_gpu": 430, "mfu": 0.43},
-    {"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "dp": 128, "seq_len": 8192, "batch_per_dp": 16,
-     "tokens_per_batch": 16e6, "tflops_per_gpu": 400, "mfu": 0.41},
-    {"gpus": 16384, "tp": 8, "cp": 16, "pp": 16, "dp": 8, "seq_len": 131072, "batch_per_dp": 16,
-     "tokens_per_batch": 16e6, "tflops_per_gpu": 380, "mfu": 0.38},
-)
-
-
 def llama3_405b_layout(row: int) -> dict[str, Any]:
     """Keyword arguments of :func:`build_plan` for row ``row`` (0, 1, 2) of
     :data:`LLAMA3_405B_TABLE4`: one sequence per micro-batch, ``batch_per_dp`` of them per
     data-parallel group, 7 layers on the first and the last pipeline stage (the paper takes
     one layer off each end: 126 = 7 + 14 × 8 + 7)."""
-    if isinstance(row, bool) or row not in range(len(LLAMA3_405B_TABLE4)):
+    if isinstance(row, bool) or row not in range(3):
         raise ValueError(f"row={row!r}：表 4 只有第 0、1、2 行")
+    from tmath.roofline import LLAMA3_405B_TABLE4
+
     r = LLAMA3_405B_TABLE4[row]
     return {"dp": r["dp"], "tp": r["tp"], "pp": r["pp"], "cp": r["cp"], "micro_batch": 1,
             "global_batch": r["dp"] * r["batch_per_dp"], "seq_len": r["seq_len"],

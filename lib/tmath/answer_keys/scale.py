@@ -159,7 +159,7 @@ def _together_5() -> float:
 def _together_6() -> float:
     """Kernel efficiency the paper's 41 % MFU implies for Table 4's second row with an
     interleaved schedule of V = 4 and every collective hidden: MFU (1 + (pp - 1)/(V n_mb))."""
-    from tmath.plan import LLAMA3_405B_TABLE4
+    from tmath.roofline import LLAMA3_405B_TABLE4
 
     r = LLAMA3_405B_TABLE4[1]
     n_mb = r["batch_per_dp"]
