@@ -22,9 +22,23 @@ Scenarios (``name``: parameters):
                    ``parallelize_module`` with ``ColwiseParallel``/``RowwiseParallel``
                    (``sp=True`` adds ``SequenceParallel`` on the norms), forward and backward
                    of an input that needs its gradient (a middle layer); checks output and
-                   input gradient against the unsplit block.
+                   input gradient against the unsplit block.  ``recompute="full"`` wraps the
+                   block in ``torch.utils.checkpoint`` (its forward runs again in the backward,
+                   phase ``"recompute"``); with ``early_stop`` (PyTorch's default) the
+                   recomputation stops once it has rebuilt what the backward needs, so the
+                   block's last collective is not run again; ``early_stop=False`` reruns the
+                   whole forward, as Megatron-LM's checkpointing does.  ``"selective"``
+                   checkpoints the attention core only.
+``"ddp"``          ``layers`` such blocks in ``DistributedDataParallel`` (ZeRO-0): ``micro_batches``
+                   micro-batches, the first ones under ``no_sync()`` (gradient accumulation),
+                   so one all-reduce of the gradients per step, split into DDP's buckets
+                   (``bucket_cap_mb``, MiB; two warm-up steps in phase ``"setup"`` let
+                   DDP build them); records how many all-reduces had been launched when the
+                   backward reached the first block (the overlap); checks gradients.
 ``"fsdp"``         ``layers`` such blocks, each wrapped by FSDP2's ``fully_shard`` (ZeRO-3),
                    forward and backward of ``micro_batches`` micro-batches; checks gradients.
+                   ``reshard_after_forward=False`` keeps the gathered weights from the forward
+                   for the backward (no second all-gather: ZeRO-2's traffic per micro-batch).
 ``"pipeline"``     one block per rank, a 1F1B pipeline over ``world`` stages with
                    ``micro_batches`` micro-batches, activations and gradients sent with
                    isend/irecv (Megatron's schedule); checks the weight gradients.
@@ -59,14 +73,22 @@ __all__ = ["SCENARIOS", "run", "sent_bytes", "bytes_by_phase", "tiny_config", "T
 SCENARIOS: dict[str, dict[str, Any]] = {
     "collectives": {"numel": 240},
     "tp_block": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "sp": False,
-                 "fused": True},
+                 "fused": True, "recompute": "none", "early_stop": True},
+    "ddp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
+            "micro_batches": 2, "bucket_cap_mb": None},
     "fsdp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
-             "micro_batches": 2},
+             "micro_batches": 2, "reshard_after_forward": True},
     "pipeline": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8,
                  "micro_batches": 3},
     "moe": {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "uniform"},
     "ring_attention": {"batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 8, "seq": 32,
                        "causal": True},
+}
+
+#: Parameters that take one of a few values (checked before any process starts).
+CHOICES: dict[tuple[str, str], tuple[Any, ...]] = {
+    ("tp_block", "recompute"): ("none", "selective", "full"),
+    ("moe", "routing"): ("uniform", "learned"),
 }
 
 #: The tiny Llama block the scenarios build (D, N, K, F); :func:`tiny_config` makes the
@@ -112,6 +134,10 @@ def _spec(scenarios: Any) -> list[dict[str, Any]]:
         if unknown:
             raise ValueError(f"场景 {name} 没有参数 {', '.join(sorted(unknown))}；"
                              f"它的参数是：{', '.join(SCENARIOS[name])}")
+        for (sc, key), allowed in CHOICES.items():
+            if sc == name and key in params and params[key] not in allowed:
+                raise ValueError(f"场景 {name} 的参数 {key}={params[key]!r} 不可用；"
+                                 f"可选：{', '.join(map(str, allowed))}")
         out.append({"name": name, "params": {**SCENARIOS[name], **params}})
     return out
 
@@ -219,6 +245,8 @@ def _serve() -> None:
     from torch.distributed.tensor.debug import CommDebugMode  # noqa: F401
 
     names = {s["name"] for s in spec["scenarios"]}
+    if "ddp" in names:
+        import torch.nn.parallel  # noqa: F401
     if names & {"tp_block", "fsdp"}:
         import torch.distributed.tensor.parallel  # noqa: F401
     if "fsdp" in names:
@@ -434,14 +462,15 @@ def _counts(mode: Any) -> dict[str, int]:
 
 
 def _llama_block(d: int, heads: int, kv_heads: int, ffn: int, fused: bool = False,
-                 shards: int = 1) -> Any:
+                 shards: int = 1, selective: bool = False) -> Any:
     """A Llama block: RMSNorm, GQA attention (causal), RMSNorm, gated SiLU MLP, residuals.
 
     ``fused=True`` builds Megatron's layout: one ``wqkv`` matrix and one ``w13`` (gate and
     up), their output rows ordered in ``shards`` blocks of [q heads, k heads, v heads] and
     [gate, up], so that a column split over ``shards`` GPUs gives each GPU whole heads and
     matching gate/up columns.  The forward reads the block count from the width it gets, so
-    the same module runs whole (the reference) or split by DTensor.
+    the same module runs whole (the reference) or split by DTensor.  ``selective=True``
+    checkpoints the attention core (softmax(QKᵀ)V): it is recomputed in the backward.
     """
     import torch
     import torch.nn.functional as F
@@ -485,7 +514,13 @@ def _llama_block(d: int, heads: int, kv_heads: int, ffn: int, fused: bool = Fals
                 v = self.wv(x).view(b, t, -1, hd).transpose(1, 2)
             rep = q.shape[1] // k.shape[1]
             k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if selective:
+                from torch.utils.checkpoint import checkpoint
+
+                o = checkpoint(F.scaled_dot_product_attention, q, k, v, is_causal=True,
+                               use_reentrant=False)
+            else:
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             return self.wo(o.transpose(1, 2).reshape(b, t, -1))
 
     class MLP(nn.Module):
@@ -565,8 +600,23 @@ def _run_collectives(ctx: _Ctx, numel: int) -> dict[str, Any]:
     return {"ok": ok, "comm_counts": _counts(mode)}
 
 
+def _phase(ctx: _Ctx, name: str) -> Any:
+    """A context manager that labels what runs inside it with phase ``name``."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm() -> Any:
+        old, ctx.phase = ctx.phase, name
+        try:
+            yield
+        finally:
+            ctx.phase = old
+
+    return cm()
+
+
 def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-                  sp: bool, fused: bool) -> dict[str, Any]:
+                  sp: bool, fused: bool, recompute: str, early_stop: bool) -> dict[str, Any]:
     import copy
 
     import torch
@@ -582,7 +632,8 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
 
     n, r = ctx.world, ctx.rank
     torch.manual_seed(0)
-    ref = _llama_block(d, heads, kv_heads, ffn, fused=fused, shards=n)
+    ref = _llama_block(d, heads, kv_heads, ffn, fused=fused, shards=n,
+                       selective=recompute == "selective")
     block = copy.deepcopy(ref)
     x_full = torch.randn(batch, seq, d)
     # the reference: the whole block on this rank, no communication
@@ -613,9 +664,16 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
     chunk = seq // n
     x = (x_full[:, r * chunk:(r + 1) * chunk] if sp else x_full).clone().requires_grad_(True)
     opt = torch.optim.SGD(block.parameters(), lr=0.0)
-    with ctx.mode(debug=True) as mode:
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    with ctx.mode(debug=True) as mode, set_checkpoint_early_stop(early_stop):
         ctx.phase = "forward"
-        y = block(x)
+        if recompute == "full":
+            # the block's forward runs again inside the backward: label it "recompute"
+            y = checkpoint(block, x, use_reentrant=False,
+                           context_fn=lambda: (_phase(ctx, "forward"), _phase(ctx, "recompute")))
+        else:
+            y = block(x)
         ctx.phase = "backward"
         loss = y.pow(2).sum()
         loss.backward()
@@ -632,7 +690,7 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
 
 
 def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-              layers: int, micro_batches: int) -> dict[str, Any]:
+              layers: int, micro_batches: int, reshard_after_forward: bool) -> dict[str, Any]:
     import copy
 
     import torch
@@ -652,8 +710,8 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
     with ctx.mode():
         ctx.phase = "setup"
         for blk in model:
-            fully_shard(blk, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+            fully_shard(blk, mesh=mesh, reshard_after_forward=reshard_after_forward)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
     local = sum(p.to_local().numel() for p in model.parameters())
     # CommDebugMode's module tracker raises IndexError (_fw_set_module_hook) inside these
     # FSDP2-wrapped blocks in torch 2.13, so this scenario counts with the plain recorder
@@ -670,6 +728,58 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
         want = q.grad[r * rows:(r + 1) * rows] / n  # FSDP averages over the group
         err = max(err, _close(g, want))
     return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err}
+
+
+def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
+             layers: int, micro_batches: int, bucket_cap_mb: float | None) -> dict[str, Any]:
+    import copy
+
+    import torch
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    n, r = ctx.world, ctx.rank
+    torch.manual_seed(0)
+    ref = nn.Sequential(*[_llama_block(d, heads, kv_heads, ffn) for _ in range(layers)])
+    model = copy.deepcopy(ref)
+    data = torch.randn(n, micro_batches, batch, seq, d)
+    for i in range(n):  # the reference: every rank's micro-batches, grads summed (then averaged)
+        for j in range(micro_batches):
+            ref(data[i, j]).pow(2).sum().backward()
+    # when the backward reaches the first block, how many all-reduces are already on their way?
+    seen: list[int] = []
+
+    def at_first_block(module: Any, grad_output: Any) -> None:
+        seen.append(sum(1 for rec in ctx.records
+                        if rec["kind"] == "all_reduce" and rec["phase"] == "backward"))
+
+    model[0].register_full_backward_pre_hook(at_first_block)
+    with ctx.mode():
+        ctx.phase = "setup"  # DDP broadcasts rank 0's weights: not part of a step
+        ddp = DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+        # DDP's first step puts every gradient in one bucket; the next forward rebuilds the
+        # buckets (of bucket_cap_mb each) in the order the gradients arrived, and broadcasts
+        # rank 0's assignment: two warm-up steps
+        for _ in range(2):
+            ddp(data[r, 0]).pow(2).sum().backward()
+        model.zero_grad(set_to_none=True)
+        seen.clear()
+    import contextlib
+
+    with ctx.mode() as mode:
+        for j in range(micro_batches):
+            sync = j == micro_batches - 1  # accumulate locally, all-reduce after the last
+            with contextlib.nullcontext() if sync else ddp.no_sync():
+                ctx.phase = "forward"
+                out = ddp(data[r, j])
+                ctx.phase = "backward"
+                out.pow(2).sum().backward()
+    err = 0.0
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        err = max(err, _close(p.grad, q.grad / n))  # DDP averages over the group
+    return {"comm_counts": _counts(mode), "local_params": int(sum(p.numel() for p in
+                                                                 model.parameters())),
+            "max_err_grad": err, "launched_before_first_block": seen[-1]}
 
 
 def _p2p(ops: list[tuple[str, Any, int]]) -> None:
@@ -896,6 +1006,7 @@ def _run_ring_attention(ctx: _Ctx, batch: int, heads: int, kv_heads: int, head_d
 _RUNNERS = {
     "collectives": _run_collectives,
     "tp_block": _run_tp_block,
+    "ddp": _run_ddp,
     "fsdp": _run_fsdp,
     "pipeline": _run_pipeline,
     "moe": _run_moe,
