@@ -1271,8 +1271,18 @@ ERRATA_ENERGY: list[Erratum] = [
     ),
 ]
 
+# --- Part V (多卡的账, book/parallel/) ---------------------------------------------------
+# The collectives, data-parallel and tensor-parallel chapters recompute every communication
+# figure of the sources and find none wrong under every reading: the source's all-to-all
+# V/(4W) holds on the bidirectional ring it assumes (book/parallel/collectives states both
+# topologies), its "TP 通信是 MoE AllToAll 的 16 倍" is moe-alltoall-vs-allreduce above, and
+# 000's "数千张 GPU 之间同步梯度" is quantified in book/parallel/data.  Later chapters of the
+# part append their rows here.
+ERRATA_PARALLEL: list[Erratum] = []
+
 #: Every erratum, in the order of the book's parts.
-ERRATA: list[Erratum] = ERRATA_GPT3 + ERRATA_FLOPS + ERRATA_LEDGER + ERRATA_FLASH + ERRATA_ENERGY
+ERRATA: list[Erratum] = (ERRATA_GPT3 + ERRATA_FLOPS + ERRATA_LEDGER + ERRATA_FLASH + ERRATA_ENERGY
+                         + ERRATA_PARALLEL)
 
 
 def erratum(key: str) -> Erratum:

@@ -141,7 +141,8 @@ register(
     "https://arxiv.org/abs/1910.02054",
     "Mixed-precision Adam holds 2+2+K bytes/param with K = 12; stage 1/2/3 "
     "partition optimizer states / +gradients / +parameters over N_d ranks. "
-    "Figure 1 example: 7.5B params, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.88 GB.",
+    "Figure 1 example: 7.5B params, N_d = 64: 120GB, 31.4GB, 16.6GB, 1.9GB as printed "
+    "(1.875 GB unrounded).",
 )
 register(
     "patterson2021carbon",
@@ -444,3 +445,36 @@ register("jax-checkpoint-docs", "Gradient checkpointing with jax.checkpoint (JAX
          "documentation)", "https://docs.jax.dev/en/latest/gradient-checkpointing.html")
 register("shoeybi2019megatron", "Megatron-LM: Training Multi-Billion Parameter Language Models "
          "Using Model Parallelism (Shoeybi et al., 2019)", "https://arxiv.org/abs/1909.08053")
+
+# --- Part V (多卡的账): collectives, data and tensor parallelism ------------------------
+register("patarasuk2009bandwidth", "Bandwidth optimal all-reduce algorithms for clusters of "
+         "workstations (Patarasuk and Yuan, J. Parallel Distrib. Comput. 69(2), 2009)",
+         "https://doi.org/10.1016/j.jpdc.2008.09.002",
+         "Lower bound: every all-reduce algorithm sends at least 2(N-1)/N of the array per "
+         "process; the ring algorithm meets it.")
+register("thakur2005mpich", "Optimization of Collective Communication Operations in MPICH "
+         "(Thakur, Rabenseifner, Gropp, IJHPCA 19(1), 2005)",
+         "https://doi.org/10.1177/1094342005051521",
+         "Cost model: a message of n bytes takes alpha + n*beta (latency plus bytes over "
+         "bandwidth); ring, recursive-doubling and Rabenseifner algorithms compared in it.")
+register("li2020pytorchddp", "PyTorch Distributed: Experiences on Accelerating Data Parallel "
+         "Training (Li et al., VLDB 2020)", "https://arxiv.org/abs/2006.15704",
+         "DistributedDataParallel: gradient bucketing, all-reduce launched per bucket during "
+         "the backward (overlap), no_sync for gradient accumulation.")
+register("microsoft2020supercomputer", "Microsoft announces new supercomputer, lays out vision "
+         "for future AI work (Microsoft, 19 May 2020)",
+         "https://blogs.microsoft.com/ai/openai-azure-supercomputer/",
+         "The supercomputer built for OpenAI: more than 285,000 CPU cores, 10,000 GPUs and "
+         "400 gigabits per second of network connectivity for each GPU server.  The GPUs per "
+         "server are not given.")
+register("megatron-core-tp-layers", "Megatron-LM source, megatron/core/tensor_parallel/"
+         "layers.py: LinearWithGradAccumulationAndAsyncCommunication",
+         "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/tensor_parallel/layers.py",
+         "With sequence_parallel the forward all-gathers the input shard and saves only the "
+         "shard; the backward all-gathers it again for the weight gradient and reduce-"
+         "scatters the input gradient.")
+register("pytorch-tp-docs", "Tensor Parallelism - torch.distributed.tensor.parallel "
+         "(PyTorch documentation)",
+         "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html")
+register("pytorch-fsdp2-docs", "torch.distributed.fsdp.fully_shard (PyTorch documentation)",
+         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html")
