@@ -15,8 +15,12 @@ worker as that notebook's nbval cells (``--dist loadfile``), so the two spread t
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -27,6 +31,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from setup_cells import is_setup_cell  # noqa: E402
 
 HIDDEN_TAGS = frozenset({"remove-cell", "remove-input"})
+
+# tmath.dist.run keeps each process group's result for this session (one directory per
+# pytest process): a chapter's nbval run and its visible-code run, on the same worker, then
+# start one group of gloo processes between them instead of two.
+_DIST_CACHE = tempfile.mkdtemp(prefix="tmath-dist-cache-")
+os.environ.setdefault("TMATH_DIST_CACHE", _DIST_CACHE)
+atexit.register(shutil.rmtree, _DIST_CACHE, True)
 
 
 def visible_program(nb) -> list:

@@ -290,3 +290,18 @@ def test_full_recompute_reruns_the_forward_collectives(runs):
 def test_scenario_choices_are_checked_before_any_process_starts():
     with pytest.raises(ValueError, match="recompute"):
         dist.run([("tp_block", {"recompute": "sometimes"})])
+
+
+def test_a_cached_result_is_returned_without_starting_processes(tmp_path, monkeypatch):
+    """With TMATH_DIST_CACHE set, run() returns what is stored for the same scenarios and
+    world (the test session sets it so that nbval and the visible-code run share one group);
+    another world or other parameters have another key."""
+    scenarios = dist._spec([("collectives", {"numel": 8})])
+    path = dist._cache_path(str(tmp_path), 2, scenarios)
+    fake = {"world": 2, "seconds": 0.0, "scenarios": [{**scenarios[0], "ranks": []}]}
+    (tmp_path / path.rsplit("/", 1)[1]).write_text(__import__("json").dumps(fake))
+    monkeypatch.setenv(dist.CACHE_ENV, str(tmp_path))
+    got = dist.run([("collectives", {"numel": 8})], world=2)
+    assert got["cached"] is True and got["scenarios"] == fake["scenarios"]
+    assert path != dist._cache_path(str(tmp_path), 4, scenarios)
+    assert path != dist._cache_path(str(tmp_path), 2, dist._spec([("collectives", {"numel": 16})]))
