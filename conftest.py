@@ -28,11 +28,14 @@ worker as that notebook's nbval cells (``--dist loadfile``), so the two spread t
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 #: Seconds nbval waits for each output message of a cell after the cell's reply.
 NBVAL_OUTPUT_TIMEOUT = 120
+
+# tmath.dist.run keeps each process group's result for this session (one directory per
+# pytest process): a chapter's nbval run and its visible-code run, on the same worker, then
+# start one group of gloo processes between them instead of two.
+_DIST_CACHE = tempfile.mkdtemp(prefix="tmath-dist-cache-")
+os.environ.setdefault("TMATH_DIST_CACHE", _DIST_CACHE)
+atexit.register(shutil.rmtree, _DIST_CACHE, True)
 
 
 _SERVER: subprocess.Popen | None = None
@@ -104,15 +114,6 @@ def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix == ".ipynb" and (ROOT / "book") in file_path.parents:
         return VisibleCodeFile.from_parent(parent, path=file_path)
     return None
-
-
-def pytest_configure(config):
-    # One gloo process group per chapter and test session: the nbval run of a Part V chapter
-    # and the run of its visible code (same worker, second kernel) share the result of
-    # tmath.dist.run (see tmath.dist.CACHE_ENV). Each worker gets its own folder.
-    import tempfile
-
-    os.environ.setdefault("TMATH_DIST_CACHE", tempfile.mkdtemp(prefix="tmath-dist-cache-"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -31,8 +31,9 @@ BOOK = ROOT / "book"
 TAG = "remove-cell"
 HEADER = "# Setup (hidden on the website)"
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
-# A notebook needs torch when it imports torch, transformers or tmath.crosscheck.
-NEEDS_TORCH = re.compile(r"^\s*(import|from)\s+(torch|transformers|tmath\.crosscheck|tmath\.dist)\b"
+# A notebook needs torch when it imports torch, transformers, tmath.crosscheck or tmath.dist
+# (whose process group imports torch in a child process).
+NEEDS_TORCH = re.compile(r"^\s*(import|from)\s+(torch|transformers|tmath\.(crosscheck|dist))\b"
                          r"|^\s*from\s+tmath\s+import\s+.*\b(crosscheck|dist)\b", re.M)
 
 

@@ -66,3 +66,33 @@ def test_flash_tiling_draws_the_blocks_the_states_and_the_causal_skips():
     plt.close(fig)
     with pytest.raises(ValueError, match="row=5"):
         diagrams.flash_tiling(row=5)
+
+
+def test_collectives_draws_each_collective_before_and_after():
+    n = 4
+    fig = diagrams.collectives(n)
+    texts = _texts(fig)
+    patches = fig.axes[0].patches
+    plt.close(fig)
+    names = ["all-gather（全收集）", "reduce-scatter（归约散发）", "all-reduce（全归约）",
+             "all-to-all（全交换）", "send/recv（点对点）"]
+    assert [t for t in texts if t in names] == names  # one row each, in this order
+    assert texts.count("之前") == texts.count("之后") == 1
+    # reduce-scatter leaves one summed chunk per GPU, all-reduce n: Σj appears n + n·n times
+    assert sum(texts.count(f"Σ{j}") for j in range(n)) == n + n * n
+    # all-to-all: every piece i→j appears once before (on GPU i) and once after (on GPU j)
+    assert all(texts.count(f"{i}→{j}") == 2 for i in range(n) for j in range(n))
+    xs = {}
+    for t in fig.axes[0].texts:
+        if "→" in t.get_text():
+            xs.setdefault(t.get_text(), []).append(t.xy[0])
+    before = {k: min(v) for k, v in xs.items()}
+    after = {k: max(v) for k, v in xs.items()}
+    for i in range(n):  # before: GPU i's column holds i→0 ... i→n-1; after: GPU j's holds ·→j
+        assert len({before[f"{i}→{j}"] for j in range(n)}) == 1
+        assert len({after[f"{j}→{i}"] for j in range(n)}) == 1
+        assert len({after[f"{i}→{j}"] for j in range(n)}) == n
+    # 5 rows × 2 panels × n GPUs × n chunks, plus the 5 arrows
+    assert len(patches) == 5 * 2 * n * n + 5
+    with pytest.raises(ValueError, match="卡数"):
+        diagrams.collectives(1)

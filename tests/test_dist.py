@@ -29,6 +29,13 @@ SCENARIOS = [
     ("moe", {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "learned"}),
     ("ring_attention", {"batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 8, "seq": 32,
                         "causal": True}),
+    # Part V chapters: DDP, FSDP2 without resharding, TP with recomputation (indices 9-14)
+    ("ddp", {**TP, "layers": 2, "micro_batches": 2}),
+    ("ddp", {**TP, "layers": 2, "micro_batches": 2, "bucket_cap_mb": 0.03}),
+    ("fsdp", {**TP, "layers": 2, "micro_batches": 1, "reshard_after_forward": False}),
+    ("tp_block", {**TP, "recompute": "full"}),
+    ("tp_block", {**TP, "recompute": "full", "early_stop": False}),
+    ("tp_block", {**TP, "recompute": "selective"}),
 ]
 
 
@@ -222,14 +229,87 @@ def test_sent_bytes_refuses_what_it_cannot_price():
         dist.run([("moe", {"colour": 1})])
 
 
-def test_the_session_cache_returns_a_stored_run_without_starting_a_group(tmp_path, monkeypatch):
-    """With TMATH_DIST_CACHE set, a second run of the same spec reads the first one's result."""
-    import json
+def middle_stage_dp(zero: int, micro_batches: int, layers: int = 2):
+    """The DP axis of a middle pipeline stage holding ``layers`` tiny blocks (no embedding)."""
+    cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")},
+                           layers=3 * layers)
+    lay = build_layout(cfg, dp=WORLD, pp=3, zero=zero, seq_len=TP["seq"],
+                       micro_batch=TP["batch"], global_batch=WORLD * TP["batch"] * micro_batches,
+                       act_bytes=4, param_bytes=4, grad_bytes=4)
+    assert lay.stage == 1 and lay.params_per_gpu["embedding"] == 0 == lay.params_per_gpu["lm_head"]
+    return lay
 
+
+def test_ddp_all_reduces_the_gradients_once_per_step(runs):
+    """DistributedDataParallel with gradient accumulation (no_sync on all but the last
+    micro-batch) all-reduces every gradient once per step: ZeRO-0 of the layout.  Its buckets
+    split the all-reduce without changing its bytes, and the first bucket leaves while the
+    backward still runs (the overlap)."""
+    lay = middle_stage_dp(zero=0, micro_batches=2)
+    want = sum(c.total_bytes_sent for c in lay.collectives() if c.axis == "dp")
+    assert want == comm.bytes_sent("all_reduce", lay.dense_params * 4, WORLD)
+    for index, buckets in ((9, 1), (10, 3)):
+        sc = runs[index]
+        for rank, got in enumerate(dist.bytes_by_phase(sc)):
+            assert got == {"backward": want}, (index, rank)
+            r = sc["ranks"][rank]
+            assert r["local_params"] == lay.dense_params and r["max_err_grad"] < 1e-4
+            assert r["comm_counts"] == {"c10d.allreduce_": buckets}
+        launched = sc["ranks"][0]["launched_before_first_block"]
+        assert launched == (0 if buckets == 1 else 1)  # a bucket left before block 0's backward
+
+
+def test_fsdp2_without_resharding_moves_an_all_reduce_per_micro_batch(runs):
+    """reshard_after_forward=False keeps the gathered weights for the backward: one all-gather
+    and one reduce-scatter per micro-batch, the bytes of one all-reduce (ZeRO-2's traffic at
+    one micro-batch), where ZeRO-3 pays 1.5 times that."""
+    sc = runs[11]
+    z2, z3 = middle_stage_dp(zero=2, micro_batches=1), middle_stage_dp(zero=3, micro_batches=1)
+    total = {z: sum(c.total_bytes_sent for c in lay.collectives() if c.axis == "dp")
+             for z, lay in ((2, z2), (3, z3))}
+    assert total[3] == Fraction(3, 2) * total[2]
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert sum(got.values()) == total[2], rank
+        assert got["backward"] == layout_bytes(z2, "dp", "backward")  # the reduce-scatter
+    assert sc["ranks"][0]["comm_counts"] == {"c10d._allgather_base_": 2,
+                                             "c10d._reduce_scatter_base_": 2}
+
+
+def test_full_recompute_reruns_the_forward_collectives(runs):
+    """torch.utils.checkpoint over the TP block: without early stop (Megatron-LM's way) the
+    recomputed forward runs both all-reduces again, as the layout counts; PyTorch's default
+    early stop skips the block's last all-reduce, which the backward does not need.  Selective
+    recomputation (the attention core) sends nothing new."""
+    cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")})
+    full = build_layout(cfg, tp=WORLD, seq_len=TP["seq"], micro_batch=TP["batch"],
+                        sequence_parallel=False, recompute="full", act_bytes=4, grad_bytes=4,
+                        param_bytes=4)
+    want = {p: layout_bytes(full, "tp", p) for p in ("forward", "recompute", "backward")}
+    assert want["recompute"] == want["forward"]
+    for index, recomputed in ((12, want["recompute"] / 2), (13, want["recompute"]), (14, 0)):
+        sc = runs[index]
+        for rank, got in enumerate(dist.bytes_by_phase(sc)):
+            assert got.get("recompute", 0) == recomputed, (index, rank)
+            assert got["forward"] == want["forward"] and got["backward"] == want["backward"]
+            r = sc["ranks"][rank]
+            assert r["max_err_output"] < 1e-5 and r["max_err_input_grad"] < 1e-5
+
+
+def test_scenario_choices_are_checked_before_any_process_starts():
+    with pytest.raises(ValueError, match="recompute"):
+        dist.run([("tp_block", {"recompute": "sometimes"})])
+
+
+def test_a_cached_result_is_returned_without_starting_processes(tmp_path, monkeypatch):
+    """With TMATH_DIST_CACHE set, run() returns what is stored for the same scenarios and
+    world (the test session sets it so that nbval and the visible-code run share one group);
+    another world or other parameters have another key."""
+    scenarios = dist._spec([("collectives", {"numel": 8})])
+    path = dist._cache_path(str(tmp_path), 2, scenarios)
+    fake = {"world": 2, "seconds": 0.0, "scenarios": [{**scenarios[0], "ranks": []}]}
+    (tmp_path / path.rsplit("/", 1)[1]).write_text(__import__("json").dumps(fake))
     monkeypatch.setenv(dist.CACHE_ENV, str(tmp_path))
-    spec = {"world": 2, "timeout": 5.0, "scenarios": dist._spec(["collectives"])}
-    stored = {"world": 2, "seconds": 0.0, "scenarios": [{"name": "stored"}]}
-    dist._cache_file(spec).write_text(json.dumps(stored), encoding="utf-8")
-    assert dist.run(["collectives"], world=2, timeout=5.0) == stored  # no group: 5 s would not do
-    monkeypatch.delenv(dist.CACHE_ENV)
-    assert dist._cache_file(spec) is None
+    got = dist.run([("collectives", {"numel": 8})], world=2)
+    assert got["cached"] is True and got["scenarios"] == fake["scenarios"]
+    assert path != dist._cache_path(str(tmp_path), 4, scenarios)
+    assert path != dist._cache_path(str(tmp_path), 2, dist._spec([("collectives", {"numel": 16})]))

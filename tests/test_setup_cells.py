@@ -95,5 +95,7 @@ def test_torch_notebooks_install_the_pinned_cpu_build():
 
 def test_torch_notebooks_are_the_ones_that_import_it():
     torch = {p.name for p in setup_cells.notebooks() if setup_cells.needs_torch(nbformat.read(p, 4))}
+    # Part V's chapters that run tmath.dist, whose process group imports torch
     assert torch == {"crosscheck.ipynb", "when-6pt-fails.ipynb", "memory.ipynb",
-                     "pipeline-expert-context.ipynb"}  # tmath.dist starts torch in its ranks
+                     "collectives.ipynb", "data.ipynb", "tensor.ipynb",
+                     "pipeline-expert-context.ipynb"}

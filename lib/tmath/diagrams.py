@@ -34,7 +34,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 import tmath.plots  # noqa: F401  (Chinese font, 150 dpi)
 
-__all__ = ["COLORS", "flash_tiling", "gpt_block", "multihead_attention"]
+__all__ = ["COLORS", "collectives", "flash_tiling", "gpt_block", "multihead_attention"]
 
 #: Fill colours by role, shared by every diagram.
 COLORS: dict[str, str] = {
@@ -434,3 +434,93 @@ _SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 def _sub(n: int) -> str:
     """``n`` as Unicode subscript digits (no mathtext, so it can sit next to Chinese)."""
     return str(n).translate(_SUBSCRIPT)
+
+
+#: One colour per GPU (its own data), and the colour of a finished sum.
+_GPU_COLORS = ("#cfe2f3", "#fde2c4", "#d9ead3", "#ead1dc", "#fff2cc", "#d0e0e3", "#f4cccc",
+               "#d9d2e9")
+_SUM_COLOR = "#bdbdbd"
+_FRAC = r"$(N_{\mathrm{gpu}}-1)\,M_{\mathrm{arr}}/N_{\mathrm{gpu}}$"
+_COLLECTIVE_ROWS = (
+    ("all_gather", "all-gather（全收集）", f"每卡发出\n{_FRAC}\n数组取收集后的输出"),
+    ("reduce_scatter", "reduce-scatter（归约散发）", f"每卡发出\n{_FRAC}\n数组取每卡的输入"),
+    ("all_reduce", "all-reduce（全归约）",
+     "每卡发出\n" + _FRAC.replace("$(", "$2(") + "\n= reduce-scatter + all-gather"),
+    ("all_to_all", "all-to-all（全交换）", f"每卡发出\n{_FRAC}\n数组取每卡的输入"),
+    ("send", "send/recv（点对点）", "每卡发出\n$M_{\\mathrm{arr}}$\n这里沿环发给下一张卡"),
+)
+
+
+def collectives(n: int = 4) -> Any:
+    """What each collective does to an array held by ``n`` GPUs (2 to 8), before and after.
+
+    One row per collective: all-gather, reduce-scatter, all-reduce, all-to-all and a ring of
+    send/recv.  Each GPU's array is drawn as a column of ``n`` chunks; a chunk's colour is
+    the GPU whose data it holds (grey: the finished sum over all GPUs), its text the chunk
+    index (``i→j``: the piece GPU i holds for GPU j in an all-to-all; ``Σj``: chunk j summed).
+    An empty chunk is a dashed outline.  Returns the figure.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= len(_GPU_COLORS):
+        raise ValueError(f"n={n!r}：卡数取 2 到 {len(_GPU_COLORS)} 的整数")
+    cw, ch = 0.8, 0.42  # chunk width and height
+    gap = 0.2  # between GPU columns
+    label_w = 3.3
+    panel_w = n * (cw + gap)
+    x_before = label_w
+    x_after = x_before + panel_w + 1.0
+    row_h = n * ch + 0.75
+    rows = len(_COLLECTIVE_ROWS)
+    width = x_after + panel_w
+    height = rows * row_h + 0.5
+    fig, ax = _canvas(7.2, 7.2 * height / width, (0, width), (0, height))
+
+    def chunk(x: float, y: float, color: str | None, text: str = "") -> None:
+        if color is None:
+            ax.add_patch(FancyBboxPatch((x, y), cw, ch, boxstyle="square,pad=0",
+                                        facecolor="white", edgecolor="#aaaaaa", lw=0.7, ls="--"))
+            return
+        ax.add_patch(FancyBboxPatch((x, y), cw, ch, boxstyle="square,pad=0", facecolor=color,
+                                    edgecolor=_EDGE, lw=0.7))
+        if text:
+            ax.annotate(text, (x + cw / 2, y + ch / 2), ha="center", va="center", fontsize=7)
+
+    def panel(x0: float, top: float, cell: Any) -> None:
+        """Draw n GPU columns; ``cell(g, c)`` gives (colour or None, text) of chunk c on GPU g."""
+        for g in range(n):
+            x = x0 + g * (cw + gap)
+            for c in range(n):
+                color, text = cell(g, c)
+                chunk(x, top - (c + 1) * ch, color, text)
+
+    def before_after(kind: str) -> tuple[Any, Any]:
+        own = _GPU_COLORS
+        if kind == "all_gather":
+            return (lambda g, c: (own[g], f"{c}") if c == g else (None, ""),
+                    lambda g, c: (own[c], f"{c}"))
+        if kind == "reduce_scatter":
+            return (lambda g, c: (own[g], f"{c}"),
+                    lambda g, c: (_SUM_COLOR, f"Σ{c}") if c == g else (None, ""))
+        if kind == "all_reduce":
+            return (lambda g, c: (own[g], f"{c}"), lambda g, c: (_SUM_COLOR, f"Σ{c}"))
+        if kind == "all_to_all":
+            return (lambda g, c: (own[g], f"{g}→{c}"), lambda g, c: (own[c], f"{c}→{g}"))
+        return (lambda g, c: (own[g], f"{c}"), lambda g, c: (own[(g - 1) % n], f"{c}"))
+
+    for i, (kind, name, note) in enumerate(_COLLECTIVE_ROWS):
+        top = height - 0.5 - i * row_h - 0.15
+        _lines(ax, 0.05, top - n * ch / 2 + 0.42, name, fontsize=8.5)
+        _note(ax, 0.05, top - n * ch / 2 - 0.34, note, fontsize=7.5)
+        before, after = before_after(kind)
+        panel(x_before, top, before)
+        panel(x_after, top, after)
+        mid = top - n * ch / 2
+        _arrow(ax, (x_before + panel_w - gap + 0.15, mid), (x_after - 0.15, mid))
+        for g in range(n):
+            for x0 in (x_before, x_after):
+                ax.annotate(f"GPU {g}", (x0 + g * (cw + gap) + cw / 2, top - n * ch - 0.12),
+                            ha="center", va="center", fontsize=6.5, color="#555555")
+    for x0, title in ((x_before, "之前"), (x_after, "之后")):
+        ax.annotate(title, (x0 + (panel_w - gap) / 2, height - 0.22), ha="center",
+                    va="center", fontsize=9)
+    fig.tight_layout()
+    return fig

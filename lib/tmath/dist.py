@@ -22,9 +22,23 @@ Scenarios (``name``: parameters):
                    ``parallelize_module`` with ``ColwiseParallel``/``RowwiseParallel``
                    (``sp=True`` adds ``SequenceParallel`` on the norms), forward and backward
                    of an input that needs its gradient (a middle layer); checks output and
-                   input gradient against the unsplit block.
+                   input gradient against the unsplit block.  ``recompute="full"`` wraps the
+                   block in ``torch.utils.checkpoint`` (its forward runs again in the backward,
+                   phase ``"recompute"``); with ``early_stop`` (PyTorch's default) the
+                   recomputation stops once it has rebuilt what the backward needs, so the
+                   block's last collective is not run again; ``early_stop=False`` reruns the
+                   whole forward, as Megatron-LM's checkpointing does.  ``"selective"``
+                   checkpoints the attention core only.
+``"ddp"``          ``layers`` such blocks in ``DistributedDataParallel`` (ZeRO-0): ``micro_batches``
+                   micro-batches, the first ones under ``no_sync()`` (gradient accumulation),
+                   so one all-reduce of the gradients per step, split into DDP's buckets
+                   (``bucket_cap_mb``, MiB; two warm-up steps in phase ``"setup"`` let
+                   DDP build them); records how many all-reduces had been launched when the
+                   backward reached the first block (the overlap); checks gradients.
 ``"fsdp"``         ``layers`` such blocks, each wrapped by FSDP2's ``fully_shard`` (ZeRO-3),
                    forward and backward of ``micro_batches`` micro-batches; checks gradients.
+                   ``reshard_after_forward=False`` keeps the gathered weights from the forward
+                   for the backward (no second all-gather: ZeRO-2's traffic per micro-batch).
 ``"pipeline"``     one block per rank, a 1F1B pipeline over ``world`` stages with
                    ``micro_batches`` micro-batches, activations and gradients sent with
                    isend/irecv (Megatron's schedule); checks the weight gradients and
@@ -55,20 +69,31 @@ import time
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["SCENARIOS", "run", "sent_bytes", "bytes_by_phase", "tiny_config", "TINY"]
+__all__ = ["SCENARIOS", "CACHE_ENV", "run", "sent_bytes", "bytes_by_phase", "tiny_config", "TINY"]
+
+#: Environment variable naming a directory where :func:`run` keeps its results (tests only).
+CACHE_ENV = "TMATH_DIST_CACHE"
 
 #: The scenarios :func:`run` knows, with their default parameters.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "collectives": {"numel": 240},
     "tp_block": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "sp": False,
-                 "fused": True},
+                 "fused": True, "recompute": "none", "early_stop": True},
+    "ddp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
+            "micro_batches": 2, "bucket_cap_mb": None},
     "fsdp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
-             "micro_batches": 2},
+             "micro_batches": 2, "reshard_after_forward": True},
     "pipeline": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8,
                  "micro_batches": 3},
     "moe": {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "uniform"},
     "ring_attention": {"batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 8, "seq": 32,
                        "causal": True},
+}
+
+#: Parameters that take one of a few values (checked before any process starts).
+CHOICES: dict[tuple[str, str], tuple[Any, ...]] = {
+    ("tp_block", "recompute"): ("none", "selective", "full"),
+    ("moe", "routing"): ("uniform", "learned"),
 }
 
 #: The tiny Llama block the scenarios build (D, N, K, F); :func:`tiny_config` makes the
@@ -114,6 +139,10 @@ def _spec(scenarios: Any) -> list[dict[str, Any]]:
         if unknown:
             raise ValueError(f"场景 {name} 没有参数 {', '.join(sorted(unknown))}；"
                              f"它的参数是：{', '.join(SCENARIOS[name])}")
+        for (sc, key), allowed in CHOICES.items():
+            if sc == name and key in params and params[key] not in allowed:
+                raise ValueError(f"场景 {name} 的参数 {key}={params[key]!r} 不可用；"
+                                 f"可选：{', '.join(map(str, allowed))}")
         out.append({"name": name, "params": {**SCENARIOS[name], **params}})
     return out
 
@@ -126,6 +155,13 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     "params", "ranks": [one dict per rank: "records" (the collectives that ran) and what
     the scenario checked]}]}``, plain numbers only.  Raises ``RuntimeError`` with the ranks'
     tracebacks if a rank fails, and after ``timeout`` seconds.
+
+    If the environment variable :data:`CACHE_ENV` names a directory, a result is kept there
+    under a hash of the scenarios and world size, and a second call with the same ones in the
+    same directory returns it (with ``"cached": True``) instead of starting the processes
+    again.  The test suite sets it to a fresh directory per session, so that a chapter's
+    nbval run and its "visible code runs alone" run, which execute the same call, pay for one
+    process group; nothing sets it outside the tests.
     """
     from tmath._checks import int_arg
 
@@ -133,10 +169,13 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     if not 2 <= world <= 8:
         raise ValueError(f"world={world}：进程数取 2 到 8（机器只有几个核）")
     spec = {"world": world, "timeout": float(timeout), "scenarios": _spec(scenarios)}
-    cached = _cache_file(spec)
-    if cached is not None and cached.is_file():
-        with open(cached, encoding="utf-8") as fh:
-            return json.load(fh)
+    cache = os.environ.get(CACHE_ENV)
+    cached_path = None
+    if cache and os.path.isdir(cache):
+        cached_path = _cache_path(cache, world, spec["scenarios"])
+        if os.path.exists(cached_path):
+            with open(cached_path, encoding="utf-8") as fh:
+                return {**json.load(fh), "cached": True}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tmath-dist-") as tmp:
         path = os.path.join(tmp, "spec.json")
@@ -174,32 +213,21 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     for i, s in enumerate(spec["scenarios"]):
         results.append({**s, "ranks": [r["scenarios"][i] for r in ranks]})
     out = {"world": world, "seconds": time.monotonic() - t0, "scenarios": results,
-           "startup_seconds": ranks[0].get("startup_seconds")}
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp_file = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp_file.write_text(json.dumps(out), encoding="utf-8")
-        os.replace(tmp_file, cached)
+           "startup_seconds": ranks[0].get("startup_seconds"), "cached": False}
+    if cached_path:
+        tmp_path = cached_path + f".{os.getpid()}.tmp"
+        with open(tmp_path, "w", encoding="utf-8") as fh:
+            json.dump(out, fh)
+        os.replace(tmp_path, cached_path)  # atomic: a reader never sees half a file
     return out
 
 
-#: A folder for the results of :func:`run` within one test session (unset: no cache).  The
-#: test suite sets it, so a chapter's run and the re-run of its visible code (a second kernel
-#: on the same worker) start the process group once; a reader never has it set.
-CACHE_ENV = "TMATH_DIST_CACHE"
-
-
-def _cache_file(spec: dict[str, Any]):
-    """Where the result of ``spec`` is kept, keyed on the spec and this module's source."""
-    folder = os.environ.get(CACHE_ENV)
-    if not folder:
-        return None
+def _cache_path(cache: str, world: int, scenarios: list[dict[str, Any]]) -> str:
+    """Where :func:`run` keeps the result of ``scenarios`` on ``world`` ranks in ``cache``."""
     import hashlib
-    from pathlib import Path
 
-    key = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()
-                         + Path(__file__).read_bytes()).hexdigest()[:32]
-    return Path(folder) / f"{key}.json"
+    key = json.dumps({"world": world, "scenarios": scenarios}, sort_keys=True)
+    return os.path.join(cache, hashlib.sha256(key.encode()).hexdigest() + ".json")
 
 
 def sent_bytes(record: dict[str, Any]) -> int | Fraction:
@@ -250,6 +278,8 @@ def _serve() -> None:
     from torch.distributed.tensor.debug import CommDebugMode  # noqa: F401
 
     names = {s["name"] for s in spec["scenarios"]}
+    if "ddp" in names:
+        import torch.nn.parallel  # noqa: F401
     if names & {"tp_block", "fsdp"}:
         import torch.distributed.tensor.parallel  # noqa: F401
     if "fsdp" in names:
@@ -465,14 +495,15 @@ def _counts(mode: Any) -> dict[str, int]:
 
 
 def _llama_block(d: int, heads: int, kv_heads: int, ffn: int, fused: bool = False,
-                 shards: int = 1) -> Any:
+                 shards: int = 1, selective: bool = False) -> Any:
     """A Llama block: RMSNorm, GQA attention (causal), RMSNorm, gated SiLU MLP, residuals.
 
     ``fused=True`` builds Megatron's layout: one ``wqkv`` matrix and one ``w13`` (gate and
     up), their output rows ordered in ``shards`` blocks of [q heads, k heads, v heads] and
     [gate, up], so that a column split over ``shards`` GPUs gives each GPU whole heads and
     matching gate/up columns.  The forward reads the block count from the width it gets, so
-    the same module runs whole (the reference) or split by DTensor.
+    the same module runs whole (the reference) or split by DTensor.  ``selective=True``
+    checkpoints the attention core (softmax(QKᵀ)V): it is recomputed in the backward.
     """
     import torch
     import torch.nn.functional as F
@@ -516,7 +547,13 @@ def _llama_block(d: int, heads: int, kv_heads: int, ffn: int, fused: bool = Fals
                 v = self.wv(x).view(b, t, -1, hd).transpose(1, 2)
             rep = q.shape[1] // k.shape[1]
             k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            if selective:
+                from torch.utils.checkpoint import checkpoint
+
+                o = checkpoint(F.scaled_dot_product_attention, q, k, v, is_causal=True,
+                               use_reentrant=False)
+            else:
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             return self.wo(o.transpose(1, 2).reshape(b, t, -1))
 
     class MLP(nn.Module):
@@ -596,8 +633,23 @@ def _run_collectives(ctx: _Ctx, numel: int) -> dict[str, Any]:
     return {"ok": ok, "comm_counts": _counts(mode)}
 
 
+def _phase(ctx: _Ctx, name: str) -> Any:
+    """A context manager that labels what runs inside it with phase ``name``."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm() -> Any:
+        old, ctx.phase = ctx.phase, name
+        try:
+            yield
+        finally:
+            ctx.phase = old
+
+    return cm()
+
+
 def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-                  sp: bool, fused: bool) -> dict[str, Any]:
+                  sp: bool, fused: bool, recompute: str, early_stop: bool) -> dict[str, Any]:
     import copy
 
     import torch
@@ -613,7 +665,8 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
 
     n, r = ctx.world, ctx.rank
     torch.manual_seed(0)
-    ref = _llama_block(d, heads, kv_heads, ffn, fused=fused, shards=n)
+    ref = _llama_block(d, heads, kv_heads, ffn, fused=fused, shards=n,
+                       selective=recompute == "selective")
     block = copy.deepcopy(ref)
     x_full = torch.randn(batch, seq, d)
     # the reference: the whole block on this rank, no communication
@@ -644,9 +697,16 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
     chunk = seq // n
     x = (x_full[:, r * chunk:(r + 1) * chunk] if sp else x_full).clone().requires_grad_(True)
     opt = torch.optim.SGD(block.parameters(), lr=0.0)
-    with ctx.mode(debug=True) as mode:
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+
+    with ctx.mode(debug=True) as mode, set_checkpoint_early_stop(early_stop):
         ctx.phase = "forward"
-        y = block(x)
+        if recompute == "full":
+            # the block's forward runs again inside the backward: label it "recompute"
+            y = checkpoint(block, x, use_reentrant=False,
+                           context_fn=lambda: (_phase(ctx, "forward"), _phase(ctx, "recompute")))
+        else:
+            y = block(x)
         ctx.phase = "backward"
         loss = y.pow(2).sum()
         loss.backward()
@@ -663,7 +723,7 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
 
 
 def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-              layers: int, micro_batches: int) -> dict[str, Any]:
+              layers: int, micro_batches: int, reshard_after_forward: bool) -> dict[str, Any]:
     import copy
 
     import torch
@@ -683,8 +743,8 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
     with ctx.mode():
         ctx.phase = "setup"
         for blk in model:
-            fully_shard(blk, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+            fully_shard(blk, mesh=mesh, reshard_after_forward=reshard_after_forward)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard_after_forward)
     local = sum(p.to_local().numel() for p in model.parameters())
     # CommDebugMode's module tracker raises IndexError (_fw_set_module_hook) inside these
     # FSDP2-wrapped blocks in torch 2.13, so this scenario counts with the plain recorder
@@ -701,6 +761,58 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
         want = q.grad[r * rows:(r + 1) * rows] / n  # FSDP averages over the group
         err = max(err, _close(g, want))
     return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err}
+
+
+def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
+             layers: int, micro_batches: int, bucket_cap_mb: float | None) -> dict[str, Any]:
+    import copy
+
+    import torch
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    n, r = ctx.world, ctx.rank
+    torch.manual_seed(0)
+    ref = nn.Sequential(*[_llama_block(d, heads, kv_heads, ffn) for _ in range(layers)])
+    model = copy.deepcopy(ref)
+    data = torch.randn(n, micro_batches, batch, seq, d)
+    for i in range(n):  # the reference: every rank's micro-batches, grads summed (then averaged)
+        for j in range(micro_batches):
+            ref(data[i, j]).pow(2).sum().backward()
+    # when the backward reaches the first block, how many all-reduces are already on their way?
+    seen: list[int] = []
+
+    def at_first_block(module: Any, grad_output: Any) -> None:
+        seen.append(sum(1 for rec in ctx.records
+                        if rec["kind"] == "all_reduce" and rec["phase"] == "backward"))
+
+    model[0].register_full_backward_pre_hook(at_first_block)
+    with ctx.mode():
+        ctx.phase = "setup"  # DDP broadcasts rank 0's weights: not part of a step
+        ddp = DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+        # DDP's first step puts every gradient in one bucket; the next forward rebuilds the
+        # buckets (of bucket_cap_mb each) in the order the gradients arrived, and broadcasts
+        # rank 0's assignment: two warm-up steps
+        for _ in range(2):
+            ddp(data[r, 0]).pow(2).sum().backward()
+        model.zero_grad(set_to_none=True)
+        seen.clear()
+    import contextlib
+
+    with ctx.mode() as mode:
+        for j in range(micro_batches):
+            sync = j == micro_batches - 1  # accumulate locally, all-reduce after the last
+            with contextlib.nullcontext() if sync else ddp.no_sync():
+                ctx.phase = "forward"
+                out = ddp(data[r, j])
+                ctx.phase = "backward"
+                out.pow(2).sum().backward()
+    err = 0.0
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        err = max(err, _close(p.grad, q.grad / n))  # DDP averages over the group
+    return {"comm_counts": _counts(mode), "local_params": int(sum(p.numel() for p in
+                                                                 model.parameters())),
+            "max_err_grad": err, "launched_before_first_block": seen[-1]}
 
 
 def _p2p(ops: list[tuple[str, Any, int]]) -> None:
@@ -930,6 +1042,7 @@ def _run_ring_attention(ctx: _Ctx, batch: int, heads: int, kv_heads: int, head_d
 _RUNNERS = {
     "collectives": _run_collectives,
     "tp_block": _run_tp_block,
+    "ddp": _run_ddp,
     "fsdp": _run_fsdp,
     "pipeline": _run_pipeline,
     "moe": _run_moe,

@@ -1667,7 +1667,13 @@ ERRATA_ENERGY: list[Erratum] = [
     ),
 ]
 
-# --- Part V: many GPUs (book/parallel/) ---------------------------------------------------
+# --- Part V (多卡的账, book/parallel/) ---------------------------------------------------
+# The collectives, data-parallel and tensor-parallel chapters recompute every communication
+# figure of the sources and find none wrong under every reading: the source's all-to-all
+# V/(4W) holds on the bidirectional ring it assumes (book/parallel/collectives states both
+# topologies), its "TP 通信是 MoE AllToAll 的 16 倍" is moe-alltoall-vs-allreduce above, and
+# 000's "数千张 GPU 之间同步梯度" is quantified in book/parallel/data.  The one row below is
+# an error of a paper the last chapter quotes.
 def _llama3_table4_row3() -> dict:
     from tmath.roofline import LLAMA3_405B_TABLE4
 

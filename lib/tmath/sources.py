@@ -234,7 +234,8 @@ register(
     "https://arxiv.org/abs/1910.02054",
     "Mixed-precision Adam holds 2+2+K bytes/param with K = 12; stage 1/2/3 "
     "partition optimizer states / +gradients / +parameters over N_d ranks. "
-    "Figure 1 example: 7.5B params, N_d = 64: 120 GB, 31.4 GB, 16.6 GB, 1.88 GB.",
+    "Figure 1 example: 7.5B params, N_d = 64: 120GB, 31.4GB, 16.6GB, 1.9GB as printed "
+    "(1.875 GB unrounded).",
 )
 register(
     "patterson2021carbon",
@@ -279,14 +280,6 @@ register(
     "API runs models with weights from the GPT-3 family'; launched as a private beta. The "
     "release date 2020-06-11 of seed 000 is this announcement; the paper's arXiv v1 "
     "(2005.14165) is dated 2020-05-28.",
-)
-register(
-    "llama3herd2024",
-    "The Llama 3 Herd of Models (Llama Team, AI @ Meta, 2024)",
-    "https://arxiv.org/abs/2407.21783",
-    "Llama 3 405B pre-trained with 3.8e25 FLOPs on up to 16K H100 GPUs; Table 4: BF16 model "
-    "FLOPs utilization 38-43% across the three pre-training configurations; 128K context "
-    "for the Llama 3.1 models.",
 )
 register(
     "kaplan2020scaling",
@@ -641,3 +634,35 @@ register(
     "With FSDP, every micro-batch's backward calls set_requires_gradient_sync(last_backward): "
     "'we need to accumulate gradients on previous steps and reduce them on the last step'.",
 )
+# --- Part V (多卡的账): collectives, data and tensor parallelism ------------------------
+register("patarasuk2009bandwidth", "Bandwidth optimal all-reduce algorithms for clusters of "
+         "workstations (Patarasuk and Yuan, J. Parallel Distrib. Comput. 69(2), 2009)",
+         "https://doi.org/10.1016/j.jpdc.2008.09.002",
+         "Lower bound: every all-reduce algorithm sends at least 2(N-1)/N of the array per "
+         "process; the ring algorithm meets it.")
+register("thakur2005mpich", "Optimization of Collective Communication Operations in MPICH "
+         "(Thakur, Rabenseifner, Gropp, IJHPCA 19(1), 2005)",
+         "https://doi.org/10.1177/1094342005051521",
+         "Cost model: a message of n bytes takes alpha + n*beta (latency plus bytes over "
+         "bandwidth); ring, recursive-doubling and Rabenseifner algorithms compared in it.")
+register("li2020pytorchddp", "PyTorch Distributed: Experiences on Accelerating Data Parallel "
+         "Training (Li et al., VLDB 2020)", "https://arxiv.org/abs/2006.15704",
+         "DistributedDataParallel: gradient bucketing, all-reduce launched per bucket during "
+         "the backward (overlap), no_sync for gradient accumulation.")
+register("microsoft2020supercomputer", "Microsoft announces new supercomputer, lays out vision "
+         "for future AI work (Microsoft, 19 May 2020)",
+         "https://blogs.microsoft.com/ai/openai-azure-supercomputer/",
+         "The supercomputer built for OpenAI: more than 285,000 CPU cores, 10,000 GPUs and "
+         "400 gigabits per second of network connectivity for each GPU server.  The GPUs per "
+         "server are not given.")
+register("megatron-core-tp-layers", "Megatron-LM source, megatron/core/tensor_parallel/"
+         "layers.py: LinearWithGradAccumulationAndAsyncCommunication",
+         "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/tensor_parallel/layers.py",
+         "With sequence_parallel the forward all-gathers the input shard and saves only the "
+         "shard; the backward all-gathers it again for the weight gradient and reduce-"
+         "scatters the input gradient.")
+register("pytorch-tp-docs", "Tensor Parallelism - torch.distributed.tensor.parallel "
+         "(PyTorch documentation)",
+         "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html")
+register("pytorch-fsdp2-docs", "torch.distributed.fsdp.fully_shard (PyTorch documentation)",
+         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html")

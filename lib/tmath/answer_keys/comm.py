@@ -1,0 +1,204 @@
+"""Answer keys of the exercises of book/parallel/ (collectives, data, tensor; see
+:mod:`tmath.exercises`).
+
+Conventions (Part V): ring algorithms, bytes **sent per GPU**; link bandwidth per direction
+(:data:`tmath.hardware.LINKS`); GB = 10^9 bytes.  Byte counts that are whole are integers
+(``abs_tol=0.5``); times, ratios and token counts a student rounds get ``rel_tol=0.01``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from tmath.exercises import answer
+
+# --- book/parallel/collectives -----------------------------------------------------------
+
+
+@answer("ex-collectives-1", rel_tol=0, abs_tol=0.5, unit="字节")
+def _collectives_1() -> float:
+    """Bytes each of 8 GPUs sends in a ring all-reduce of a 10^9-byte gradient."""
+    from tmath import comm
+
+    return comm.bytes_sent("all_reduce", 10**9, 8)
+
+
+@answer("ex-collectives-2", rel_tol=0.01, unit="微秒")
+def _collectives_2() -> float:
+    """α–β time of a 64e6-byte all-reduce over 8 H100s on NVLink 4, in microseconds."""
+    from tmath import comm, hardware
+
+    nv = hardware.link("NVLink4")
+    return 1e6 * comm.collective_time("all_reduce", 64e6, 8, bandwidth=nv.bandwidth,
+                                      alpha=nv.alpha)
+
+
+@answer("ex-collectives-3", rel_tol=0.01, unit="字节")
+def _collectives_3() -> float:
+    """Array size at which latency and bandwidth terms of a 4-GPU PCIe 5 all-reduce are equal."""
+    from tmath import hardware
+
+    pcie = hardware.link("PCIe5x16")
+    return 4 * pcie.alpha * pcie.bandwidth
+
+
+@answer("ex-collectives-4", rel_tol=0.01, unit="倍")
+def _collectives_4() -> float:
+    """How much slower an all-to-all is on a 16-chip bidirectional ring than through a switch."""
+    from tmath import comm
+
+    return float(comm.link_load("all_to_all", 1, 16, "ring")
+                 / comm.link_load("all_to_all", 1, 16, "switch"))
+
+
+def _tp_over_ep(topology: str, n: int = 8, k: int = 2) -> float:
+    from tmath import comm
+
+    tp = 4 * comm.link_load("all_reduce", 1, n, topology)
+    ep = 4 * comm.link_load("all_to_all", Fraction(k, n), n, topology)
+    return float(tp / ep)
+
+
+@answer("ex-collectives-5/switch", rel_tol=0.01, unit="倍")
+def _collectives_5_switch() -> float:
+    """TP all-reduce over EP all-to-all bytes (busiest link), 8 GPUs on a switch, k = 2."""
+    return _tp_over_ep("switch")
+
+
+@answer("ex-collectives-5/ring", rel_tol=0.01, unit="倍")
+def _collectives_5_ring() -> float:
+    """The same on a bidirectional ring of 8."""
+    return _tp_over_ep("ring")
+
+
+# --- book/parallel/data --------------------------------------------------------------------
+
+
+def _llama70_dp64():
+    from tmath import preset
+    from tmath.layout import build_layout
+
+    return build_layout(preset("llama3-70b"), dp=64, zero=1, seq_len=8192)
+
+
+@answer("ex-data-1/gb", rel_tol=0.01, unit="GB")
+def _data_1_gb() -> float:
+    """GB each of 64 GPUs sends per step, Llama 3 70B, ZeRO-1, bf16 gradients."""
+    return _llama70_dp64().comm_bytes_per_gpu()["dp"] / 1e9
+
+
+@answer("ex-data-1/s", rel_tol=0.01, unit="s")
+def _data_1_s() -> float:
+    """The same over InfiniBand NDR, α–β model, seconds."""
+    from tmath import comm, hardware
+
+    ib = hardware.link("IB-NDR")
+    return sum(comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=ib.bandwidth,
+                                    alpha=ib.alpha) * c.count for c in _llama70_dp64().collectives())
+
+
+def _zero_ratio(stage: int) -> float:
+    from tmath import preset
+    from tmath.layout import build_layout
+
+    cfg = preset("llama3-8b")
+    vol = {z: build_layout(cfg, dp=64, zero=z, seq_len=8192, global_batch=64 * 8)
+           .comm_bytes_per_gpu()["dp"] for z in (0, stage)}
+    return vol[stage] / vol[0]
+
+
+@answer("ex-data-2/zero3", rel_tol=0.01, unit="倍")
+def _data_2_zero3() -> float:
+    """ZeRO-3 bytes per step over ZeRO-0's, 8 micro-batches (3·8/2 = 12)."""
+    return _zero_ratio(3)
+
+
+@answer("ex-data-2/zero2", rel_tol=0.01, unit="倍")
+def _data_2_zero2() -> float:
+    """ZeRO-2 bytes per step over ZeRO-0's, 8 micro-batches ((8 + 1)/2)."""
+    return _zero_ratio(2)
+
+
+@answer("ex-data-3", rel_tol=0.01, unit="个 token")
+def _data_3() -> float:
+    """Tokens per GPU per step at which compute equals the IB all-reduce, H100 peak, 64 GPUs."""
+    from tmath import hardware
+
+    h100, ib = hardware.hardware("H100"), hardware.link("IB-NDR")
+    return (64 - 1) / 64 * 2 * h100.dense_flops / (3 * ib.bandwidth)
+
+
+@answer("ex-data-4/zero2", rel_tol=0.01, unit="GB")
+def _data_4_zero2() -> float:
+    """ZeRO-2 model states per GPU, 7.5B parameters over 1,024 GPUs."""
+    from tmath import zero_bytes_per_param
+
+    return 7.5e9 * zero_bytes_per_param("mixed-adam", 2, 1024) / 1e9
+
+
+@answer("ex-data-4/zero3", rel_tol=0.01, unit="GB")
+def _data_4_zero3() -> float:
+    """ZeRO-3 model states per GPU, 7.5B parameters over 1,024 GPUs."""
+    from tmath import zero_bytes_per_param
+
+    return 7.5e9 * zero_bytes_per_param("mixed-adam", 3, 1024) / 1e9
+
+
+@answer("ex-data-5", rel_tol=0.01, unit="s")
+def _data_5() -> float:
+    """GPT-3 gradient sync per step, 16 GPUs per replica, 6.25 GB/s per GPU, fp16."""
+    from tmath import comm, count_params, preset
+
+    p = count_params(preset("gpt3-175b")).total
+    return float(comm.bytes_sent("all_reduce", 2 * p / 16, 10_000 // 16)) / 6.25e9
+
+
+# --- book/parallel/tensor ------------------------------------------------------------------
+
+
+def _llama70_tp8_layer(recompute: str = "none") -> int:
+    from tmath import preset
+    from tmath.layout import build_layout
+
+    cfg = preset("llama3-70b")
+    lay = build_layout(cfg, tp=8, seq_len=4096, micro_batch=1, sequence_parallel=False,
+                       recompute=recompute)
+    return int(sum(c.total_bytes_sent for c in lay.collectives()) // cfg.num_layers)
+
+
+@answer("ex-tensor-1", rel_tol=0, abs_tol=0.5, unit="字节")
+def _tensor_1() -> float:
+    """Bytes per GPU per layer per micro-batch, Llama 3 70B, TP = 8, one 4,096-token sequence."""
+    return _llama70_tp8_layer()
+
+
+@answer("ex-tensor-2", rel_tol=0, abs_tol=0.5, unit="字节")
+def _tensor_2() -> float:
+    """The same with Megatron's sequence parallelism (an extra all-gather per column block)."""
+    from tmath import comm
+
+    m = 1 * 4096 * 8192 * 2
+    return 6 * comm.bytes_sent("all_gather", m, 8) + 4 * comm.bytes_sent("reduce_scatter", m, 8)
+
+
+@answer("ex-tensor-3", rel_tol=0, abs_tol=0.5, unit="字节")
+def _tensor_3() -> float:
+    """The same without SP, with full recomputation (the forward's all-reduces again)."""
+    return _llama70_tp8_layer("full")
+
+
+@answer("ex-tensor-4", rel_tol=0.01)
+def _tensor_4() -> float:
+    """Critical n_TP for Llama 3 8B on NVLink 4: 1 + 3 W (3F + 2(N+K)H) / (4 b pi)."""
+    from tmath import hardware, preset
+
+    c = preset("llama3-8b")
+    width = 3 * c.intermediate_size + 2 * (c.num_heads + c.num_kv_heads) * c.head_dim
+    nv, h100 = hardware.link("NVLink4"), hardware.hardware("H100")
+    return 1 + 3 * nv.bandwidth * width / (4 * 2 * h100.dense_flops)
+
+
+@answer("ex-tensor-5", rel_tol=0.01, unit="倍")
+def _tensor_5() -> float:
+    """Unfused Q/K/V and gate/up over fused: (2 forward + 5 backward) / (2 + 2) all-reduces."""
+    return Fraction(2 + 5, 2 + 2)
