@@ -67,6 +67,21 @@ def cite(key: str, *, short: bool = False) -> str:
 
 #: key -> how a printed output names the source (author or publisher, year, title).
 CITATIONS: dict[str, str] = {
+    "google2024gemma2_27b": "Google《Gemma 2 27B 官方 config.json》",
+    "huang2019gpipe": "Huang 等（2019）《GPipe》",
+    "li2020pytorchddp": "Li 等（2020）《PyTorch Distributed》",
+    "megatron-core-tp-layers": "NVIDIA《Megatron-LM 源码：tensor_parallel/layers.py》",
+    "microsoft2020supercomputer": "Microsoft（2020）《OpenAI 超级计算机发布文》",
+    "narayanan2021megatron": "Narayanan 等（2021）《Megatron-LM on GPU Clusters》",
+    "nccl-tuning": "NVIDIA《NCCL 源码：graph/tuning.cc》",
+    "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
+    "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
+    "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
+    "patarasuk2009bandwidth": "Patarasuk、Yuan（2009）《带宽最优的 all-reduce》",
+    "pytorch-fsdp2-docs": "PyTorch 文档《fully_shard（FSDP2）》",
+    "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
+    "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
+    "thakur2005mpich": "Thakur 等（2005）《MPICH 集合通信优化》",
     "brown2020gpt3": "Brown 等（2020）《Language Models are Few-Shot Learners》",
     "radford2019gpt2": "Radford 等（2019）《Language Models are Unsupervised Multitask Learners》",
     "vaswani2017attention": "Vaswani 等（2017）《Attention Is All You Need》",
