@@ -45,8 +45,10 @@ book: $(STAMP)
 # so the saved outputs are what nbval will compare against. NB=book/x/y.ipynb for one.
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 notebooks: $(TEST_STAMP)
-	@printf '%s\n' $(NB) | $(TEST_BLAS) xargs -P 2 -I{} sh -c \
-	  'echo "executing {}"; $(BIN)/jupyter nbconvert --to notebook --execute --inplace {} 2>/dev/null || { echo "FAILED: {}"; exit 255; }'
+	@printf '%s\n' $(NB) | $(TEST_BLAS) xargs -P 2 -I{} sh -c 'echo "executing {}"; \
+	  log=$$($(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.record_timing=False {} 2>&1) || \
+	  { echo "FAILED: {}"; echo "$$log" | sed "s/\x1b\[[0-9;]*m//g" | tail -n 25; exit 255; }'
 
 book-student: $(STAMP)
 	BOOK_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student $(JB_FLAGS)
