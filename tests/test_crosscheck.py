@@ -72,7 +72,7 @@ def test_params_equal_transformers_for_presets(name):
      ("qwen2-7b-instruct", "qwen2-7b"), ("mixtral-8x7b", "mixtral-8x7b"),
      ("deepseek-v3", "deepseek-v3"), ("qwen3-30b-a3b", "qwen3-30b-a3b"),
      ("gpt-oss-20b", "gpt-oss-20b"), ("deepseek-v2-lite", "deepseek-v2-lite"),
-     ("gemma-2-27b", "gemma-2-27b")],
+     ("gemma-2-27b", "gemma-2-27b"), ("gemma-2-9b", "gemma-2-9b")],
 )
 def test_presets_match_official_config_files(file, name):
     from_file = tmath.ModelConfig.from_hf(HF_DIR / f"{file}.json")

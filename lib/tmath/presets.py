@@ -120,6 +120,17 @@ def _build() -> dict[str, ModelConfig]:
         gate_act="gelu_pytorch_tanh", scaled_embeddings=True, attn_logit_softcap=50.0,
         final_logit_softcap=30.0, source="google2024gemma2_27b",
     )
+    # Gemma 2 9B (google/gemma-2-9b config.json, tests/hf_configs/gemma-2-9b.json): the same
+    # family at a smaller width, for the crossover chapter's windowed models.
+    p["gemma-2-9b"] = ModelConfig(
+        name="gemma-2-9b", model_type="gemma2", hidden_size=3584, intermediate_size=14336,
+        num_layers=42, num_heads=16, num_kv_heads=8, head_dim=256, vocab_size=256000,
+        max_position=8192, mlp="gated", norm="rmsnorm", qkv_bias=False, out_bias=False,
+        mlp_bias=False, tie_embeddings=True, learned_positions=False, norms_per_layer=4,
+        sliding_window=4096, layer_types=("sliding_attention", "full_attention") * 21,
+        gate_act="gelu_pytorch_tanh", scaled_embeddings=True, attn_logit_softcap=50.0,
+        final_logit_softcap=30.0, source="google2024gemma2",
+    )
     p["deepseek-v2-lite"] = ModelConfig(
         name="deepseek-v2-lite", model_type="deepseek_v2", hidden_size=2048,
         intermediate_size=10944, num_layers=27, num_heads=16, num_kv_heads=16, head_dim=192,

@@ -35,11 +35,11 @@ def _collectives_2() -> float:
 
 @answer("ex-collectives-3", rel_tol=0.01, unit="字节")
 def _collectives_3() -> float:
-    """Array size at which latency and bandwidth terms of a 4-GPU PCIe 5 all-reduce are equal."""
+    """Array size at which latency and bandwidth terms of an 8-GPU PCIe 5 all-reduce are equal."""
     from tmath import hardware
 
     pcie = hardware.link("PCIe5x16")
-    return 4 * pcie.alpha * pcie.bandwidth
+    return 8 * pcie.alpha * pcie.bandwidth
 
 
 @answer("ex-collectives-4", rel_tol=0.01, unit="倍")
