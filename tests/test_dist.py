@@ -36,6 +36,8 @@ SCENARIOS = [
     ("tp_block", {**TP, "recompute": "full"}),
     ("tp_block", {**TP, "recompute": "full", "early_stop": False}),
     ("tp_block", {**TP, "recompute": "selective"}),
+    # unfused projections under torchtitan's plan (PrepareModuleInput on attention and MLP)
+    ("tp_block", {**TP, "sp": False, "fused": False, "prepare_input": True}),
 ]
 
 
@@ -107,9 +109,10 @@ def test_dtensor_tp_block_matches_megatron_volumes(runs, index, sp):
 
 
 def test_unfused_projections_reduce_each_input_gradient_separately(runs):
-    """DTensor on separate wq, wk, wv (and w1, w3) all-reduces the gradient of the block
-    input once per column-parallel matrix: 3 + 2 = 5 backward all-reduces, not Megatron's 2
-    (which fuses QKV and gate/up into one matrix each).  Forward is unchanged."""
+    """DTensor's plain plan on separate wq, wk, wv (and w1, w3) all-reduces the gradient of
+    the block input once per column-parallel matrix: 3 + 2 = 5 backward all-reduces, not 2.
+    The extra comes from the plan, not from the unfused matrices: see the next test.
+    Forward is unchanged."""
     sc, lay = runs[3], tiny_tp_layout(False)
     assert sc["params"]["fused"] is False
     per_ar = comm.bytes_sent("all_reduce", TP["batch"] * TP["seq"] * TP["d"] * 4, WORLD)
@@ -118,6 +121,21 @@ def test_unfused_projections_reduce_each_input_gradient_separately(runs):
         assert got["backward"] == Fraction(5, 2) * layout_bytes(lay, "tp", "backward")
         assert got["backward"] == 5 * per_ar
     assert sc["ranks"][0]["comm_counts"] == {"c10d_functional.all_reduce": 7}
+
+
+def test_prepare_module_input_reduces_unfused_input_gradients_once(runs):
+    """torchtitan's plan keeps wq, wk, wv and w1, w3 separate but hands attention and the MLP
+    their input as one replicated DTensor (PrepareModuleInput): the partial input gradients
+    of the column-split matrices add up locally and are all-reduced once per sub-block, so
+    the unfused block sends exactly what the fused one (and the layout) does."""
+    sc, lay = runs[15], tiny_tp_layout(False)
+    assert sc["params"]["fused"] is False and sc["params"]["prepare_input"] is True
+    want = {p: layout_bytes(lay, "tp", p) for p in ("forward", "backward")}
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert {p: got.get(p, 0) for p in want} == want, rank
+        r = sc["ranks"][rank]
+        assert r["max_err_output"] < 1e-5 and r["max_err_input_grad"] < 1e-5
+    assert sc["ranks"][0]["comm_counts"] == {"c10d_functional.all_reduce": 4}
 
 
 def test_fsdp2_is_zero3_of_one_pipeline_stage(runs):

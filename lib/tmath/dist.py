@@ -22,7 +22,12 @@ Scenarios (``name``: parameters):
                    ``parallelize_module`` with ``ColwiseParallel``/``RowwiseParallel``
                    (``sp=True`` adds ``SequenceParallel`` on the norms), forward and backward
                    of an input that needs its gradient (a middle layer); checks output and
-                   input gradient against the unsplit block.  ``recompute="full"`` wraps the
+                   input gradient against the unsplit block.  ``fused=False`` keeps
+                   wq, wk, wv and w1, w3 as separate matrices: DTensor's plain plan then
+                   all-reduces the input gradient once per column-split matrix;
+                   ``prepare_input=True`` (torchtitan's plan) adds ``PrepareModuleInput`` on
+                   attention and MLP, so those gradients add up locally and are reduced once
+                   per sub-block, as with fused matrices.  ``recompute="full"`` wraps the
                    block in ``torch.utils.checkpoint`` (its forward runs again in the backward,
                    phase ``"recompute"``); with ``early_stop`` (PyTorch's default) the
                    recomputation stops once it has rebuilt what the backward needs, so the
@@ -78,7 +83,7 @@ CACHE_ENV = "TMATH_DIST_CACHE"
 SCENARIOS: dict[str, dict[str, Any]] = {
     "collectives": {"numel": 240},
     "tp_block": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "sp": False,
-                 "fused": True, "recompute": "none", "early_stop": True},
+                 "fused": True, "prepare_input": False, "recompute": "none", "early_stop": True},
     "ddp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
             "micro_batches": 2, "bucket_cap_mb": None},
     "fsdp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
@@ -649,7 +654,8 @@ def _phase(ctx: _Ctx, name: str) -> Any:
 
 
 def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-                  sp: bool, fused: bool, recompute: str, early_stop: bool) -> dict[str, Any]:
+                  sp: bool, fused: bool, prepare_input: bool, recompute: str,
+                  early_stop: bool) -> dict[str, Any]:
     import copy
 
     import torch
@@ -688,6 +694,15 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
                                             desired_input_layouts=(Replicate(),)),
             "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),),
                                                desired_input_layouts=(Replicate(),)),
+        })
+    elif prepare_input:
+        # torchtitan's plan: the block's input enters attention and the MLP as one replicated
+        # DTensor, so the input gradients of the column-split matrices add up locally (a
+        # Partial DTensor) and are all-reduced once per sub-block, fused or not
+        plan.update({
+            part: PrepareModuleInput(input_layouts=(Replicate(),),
+                                     desired_input_layouts=(Replicate(),))
+            for part in ("attention", "feed_forward")
         })
     with ctx.mode():
         ctx.phase = "setup"
