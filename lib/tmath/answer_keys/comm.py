@@ -200,5 +200,6 @@ def _tensor_4() -> float:
 
 @answer("ex-tensor-5", rel_tol=0.01, unit="倍")
 def _tensor_5() -> float:
-    """Unfused Q/K/V and gate/up over fused: (2 forward + 5 backward) / (2 + 2) all-reduces."""
-    return Fraction(2 + 5, 2 + 2)
+    """Separate wq, wk, wv and an ungated w1, one ColwiseParallel each, over the same with
+    PrepareModuleInput on attention and MLP: (2 forward + 4 backward) / (2 + 2) all-reduces."""
+    return Fraction(2 + 3 + 1, 2 + 2)
