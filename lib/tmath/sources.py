@@ -81,6 +81,11 @@ CITATIONS: dict[str, str] = {
     "pytorch-fsdp2-docs": "PyTorch 文档《fully_shard（FSDP2）》",
     "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
     "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
+    "pytorch-tp-tutorial": "Liang、Liu（2024）《PyTorch 张量并行教程》",
+    "torchtitan-parallelize-llama": "PyTorch《torchtitan 源码：llama3 的 apply_tp》",
+    "megatron-lm-tp-comm-overlap": "NVIDIA《Megatron-LM 源码：--tp-comm-overlap 参数》",
+    "nvidia-gb200-nvl72": "NVIDIA《GB200 NVL72 产品页》",
+    "wang2023overlap": "Wang 等（2023）《通过分解让通信与有依赖的计算重叠》",
     "thakur2005mpich": "Thakur 等（2005）《MPICH 集合通信优化》",
     "brown2020gpt3": "Brown 等（2020）《Language Models are Few-Shot Learners》",
     "radford2019gpt2": "Radford 等（2019）《Language Models are Unsupervised Multitask Learners》",
@@ -681,3 +686,24 @@ register("pytorch-tp-docs", "Tensor Parallelism - torch.distributed.tensor.paral
          "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html")
 register("pytorch-fsdp2-docs", "torch.distributed.fsdp.fully_shard (PyTorch documentation)",
          "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html")
+register("nvidia-gb200-nvl72", "NVIDIA GB200 NVL72 (product page)",
+         "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
+         "72 Blackwell GPUs and 36 Grace CPUs in one rack, one 72-GPU NVLink domain.")
+register("pytorch-tp-tutorial", "Large Scale Transformer model training with Tensor Parallel "
+         "(TP) (PyTorch tutorial)",
+         "https://docs.pytorch.org/tutorials/intermediate/TP_tutorial.html",
+         "Plain plan: one ColwiseParallel per wq, wk, wv, w1, w3; the sequence-parallel plan "
+         "adds PrepareModuleInput on attention and feed_forward.")
+register("torchtitan-parallelize-llama", "torchtitan source, torchtitan/models/llama3/infra/"
+         "parallelize.py: apply_tp",
+         "https://github.com/pytorch/torchtitan/blob/main/torchtitan/models/llama3/infra/parallelize.py",
+         "wq, wk, wv and w1, w3 stay separate ColwiseParallel modules; attention and "
+         "feed_forward get PrepareModuleInput (Shard(1) to Replicate()).")
+register("megatron-lm-tp-comm-overlap", "Megatron-LM source, megatron/training/arguments.py: "
+         "--tp-comm-overlap",
+         "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/training/arguments.py",
+         "'Enables the overlap of Tensor parallel communication and GEMM kernels'; asserts "
+         "that sequence parallelism is enabled.")
+register("wang2023overlap", "Wang et al., Overlap Communication with Dependent Computation "
+         "via Decomposition in Large Deep Learning Models (ASPLOS 2023)",
+         "https://doi.org/10.1145/3567955.3567959")
