@@ -80,8 +80,10 @@ def test_every_collective_matches_the_ring_formula(runs):
 
 def tiny_tp_layout(sp: bool):
     cfg = dist.tiny_config(**{k: TP[k] for k in ("d", "heads", "kv_heads", "ffn")})
+    # DTensor's SequenceParallel keeps the gathered input for backward: no Megatron re-gather
     return build_layout(cfg, tp=WORLD, seq_len=TP["seq"], micro_batch=TP["batch"],
-                        sequence_parallel=sp, act_bytes=4, grad_bytes=4, param_bytes=4)
+                        sequence_parallel=sp, sp_regather=False,
+                        act_bytes=4, grad_bytes=4, param_bytes=4)
 
 
 @pytest.mark.parametrize("index, sp", [(1, False), (2, True)])

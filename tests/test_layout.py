@@ -137,9 +137,31 @@ def test_tp_traffic_megatron_and_sequence_parallel():
     sp = build_layout(L8, tp=8, seq_len=t, micro_batch=b)  # sequence parallel by default
     assert sp.sequence_parallel
     norms = comm.bytes_sent("all_reduce", 32 * 2 * 4096 * 2, 8)  # norm grads, once a step
-    assert axis_bytes(sp, "tp") == 32 * per_layer + norms
+    # Megatron: 2 AG + 2 RS forward; backward 2 AG + 2 RS and 2 AG more, re-gathering the
+    # input shard for the weight gradient: 6 AG + 4 RS, 5/4 the bytes of plain TP
+    ag = comm.bytes_sent("all_gather", v, 8)
+    assert ag == v * 7 // 8
+    assert axis_bytes(sp, "tp") == 32 * 10 * ag + norms
+    assert axis_bytes(sp, "tp") == Fraction(5, 4) * 32 * per_layer + norms
     kinds = {c.kind for c in sp.collectives() if c.axis == "tp" and c.phase == "forward"}
     assert kinds == {"all_gather", "reduce_scatter"}
+    count = {(c.kind, c.phase): 0 for c in sp.collectives()}
+    for c in sp.collectives():
+        count[c.kind, c.phase] += c.count
+    assert count["all_gather", "forward"] == count["reduce_scatter", "backward"] == 64
+    assert count["all_gather", "backward"] == 128  # 2 per layer from RS's backward, 2 re-gathers
+    # a stack that keeps the gathered input (PyTorch DTensor): the bytes of plain TP
+    kept = build_layout(L8, tp=8, seq_len=t, micro_batch=b, sp_regather=False)
+    assert axis_bytes(kept, "tp") == 32 * per_layer + norms
+    # full recomputation: the recomputed forward gathers again and the backward re-gathers
+    # too (8 AG + 6 RS per layer), the re-gather also without SP being meaningless
+    sp_full = build_layout(L8, tp=8, seq_len=t, micro_batch=b, recompute="full")
+    assert axis_bytes(sp_full, "tp") == 32 * 14 * ag + norms
+    assert axis_bytes(sp_full, "tp", "recompute") == 32 * 4 * ag
+    assert not build_layout(L8, tp=8, seq_len=t, sequence_parallel=False).sp_regather
+    with pytest.raises(LayoutError) as e:
+        build_layout(L8, tp=8, seq_len=t, sp_regather="yes")
+    assert e.value.field == "sp_regather"
     full = build_layout(L8, tp=8, seq_len=t, micro_batch=b, sequence_parallel=False,
                         recompute="full")
     assert axis_bytes(full, "tp") == Fraction(3, 2) * axis_bytes(plain, "tp")

@@ -48,7 +48,21 @@ Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
   holds it.
 * **Tensor parallelism (Megatron).**  Per layer and micro-batch: without sequence
   parallelism 2 all-reduces of ``b·(T/cp)·D`` forward and 2 backward; with it, 2 all-gathers
-  and 2 reduce-scatters of the same array each way (the sum is the same bytes).  With
+  and 2 reduce-scatters of the same array each way (the sum is the same bytes), plus, by
+  default (``sp_regather``), 2 more all-gathers in the backward: Megatron's column-parallel
+  linear saves only its sequence shard of the input (Korthikanti et al. 2022, "we store
+  only the Y_i^s part ... extra all-gather in the backward pass"; Megatron-LM
+  ``LinearWithGradAccumulationAndAsyncCommunication.backward``) and gathers it again for
+  the weight gradient.  That is 6 all-gathers and 4 reduce-scatters, 5/4 the bytes of
+  plain TP, and it is what :func:`tmath.memory.activation_bytes` assumes (the inputs of the
+  Q/K/V projection and of the MLP kept split by n_TP).  ``sp_regather=False`` counts a
+  stack that keeps the gathered input instead (PyTorch DTensor's ``SequenceParallel``):
+  4 + 4, but then the activation memory the library computes is too small.  With full
+  recomputation the re-gather stays: the recomputed forward all-gathers the input again
+  (phase ``"recompute"``) and its linear layers again keep only the shard, so the backward
+  re-gathers it once more (8 all-gathers and 6 reduce-scatters per layer).  The routed
+  experts' tokens (ep > 1) are gathered by the token dispatcher and kept whole: no
+  re-gather.  With
   sequence parallelism the parameters every TP rank holds whole (norms, biases of row-parallel
   layers, the router, MLA's down-projections) see different tokens on each rank, so their
   gradients are all-reduced over tp once per step.  KV heads replicated over ``r`` GPUs
@@ -407,6 +421,9 @@ class Layout:
     intra_link: str
     inter_link: str
     tp_split: TPLayout = field(repr=False)
+    #: With sequence parallelism: the backward all-gathers each block's input again for the
+    #: weight gradient (Megatron-LM keeps only the shard; see the module docstring).
+    sp_regather: bool = True
 
     # -- the mesh -----------------------------------------------------------------------
     @property
@@ -680,6 +697,11 @@ class Layout:
                     ):
                         add("tp", kind, tp, v, m * blocks, phase,
                             f"block {kind} (sequence parallel)", zh, lk["tp"])
+                        if kind == "all_gather" and phase == "backward" and self.sp_regather:
+                            add("tp", kind, tp, v, m * blocks, phase,
+                                "block input re-gathered for the weight gradient",
+                                "反向为算权重梯度再 all-gather 一次块输入（Megatron 只存了自己那一片）",
+                                lk["tp"])
                         if self.ep > 1 and self.moe_layers:
                             add("tp", kind, tp, v * self.cfg.experts_per_token,
                                 m * self.moe_layers, phase, f"routed tokens {kind}", zh_moe,
@@ -822,6 +844,7 @@ def build_layout(
     seq_len: int,
     recompute: str = "none",
     sequence_parallel: bool | None = None,
+    sp_regather: bool = True,
     stage: int | None = None,
     pp_edge_layers: int | None = None,
     act_bytes: float = 2,
@@ -836,7 +859,9 @@ def build_layout(
 
     ``micro_batch`` (b) sequences per micro-batch per pipeline; ``global_batch`` (default
     ``dp·micro_batch``, one micro-batch per step) sequences per optimizer step; ``seq_len``
-    (T) tokens per sequence.  ``sequence_parallel`` defaults to ``tp > 1``.  ``stage`` the
+    (T) tokens per sequence.  ``sequence_parallel`` defaults to ``tp > 1``; ``sp_regather``
+    (default ``True``, Megatron-LM) whether its backward all-gathers each block's input again
+    (the module docstring says when to turn it off).  ``stage`` the
     pipeline stage described (default: a middle stage, see the module docstring);
     ``pp_edge_layers`` puts that many layers on the first and on the last stage and splits
     the rest evenly.  Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``,
@@ -867,6 +892,8 @@ def build_layout(
                           "sequence_parallel")
     if sequence_parallel and tp == 1:
         sequence_parallel = False  # nothing to split over one GPU
+    if not isinstance(sp_regather, bool):
+        raise LayoutError(f"sp_regather 必须是 True 或 False，收到 {sp_regather!r}", "sp_regather")
     if cfg.num_dense_layers and cfg.intermediate_size % tp:
         raise LayoutError(
             f"tp={tp} 不能整除 intermediate_size={cfg.intermediate_size}（FFN 宽度 F）：MLP 的列要平均"
@@ -910,4 +937,4 @@ def build_layout(
                   layers, _bytes_arg("act_bytes", act_bytes), _bytes_arg("param_bytes", param_bytes),
                   _bytes_arg("grad_bytes", grad_bytes),
                   _bytes_arg("optimizer_bytes", optimizer_bytes), gpn, str(intra_link),
-                  str(inter_link), tpl)
+                  str(inter_link), tpl, sp_regather and sequence_parallel)

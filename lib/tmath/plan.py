@@ -50,6 +50,9 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "激活与梯度用 bf16；权重、梯度、优化器状态每参数的字节数取自训练配方（混合精度 Adam：2 + 2 + 12）。",
     "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；1F1B 调度，"
     "气泡 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
+    "张量并行开序列并行时按 Megatron-LM 计：每层每个微批次 6 次 all-gather、4 次 reduce-scatter"
+    "（反向为算权重梯度再 all-gather 一次块输入，因为激活只存了 1/tp 的输入），"
+    "字节是不开序列并行时的 5/4；整层重计算再加重算的前向。",
     "MoE 按均匀路由计，每个 token 发往 k 个专家（k 份）；专家并行组从数据并行的副本里划出（ep 整除 dp）。",
     "ZeRO-1、2 发送的字节与一次 all-reduce 相同（ZeRO-2 每个微批次 reduce-scatter 一次梯度）；"
     "ZeRO-3 每个微批次是它的 1.5 倍。",
