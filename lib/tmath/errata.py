@@ -1130,7 +1130,9 @@ ERRATA_LEDGER: list[Erratum] = [
         cause=(
             "原文 TP 按前向 + 反向数了 4 次 AllReduce，MoE 却只数了前向的 2 次 AllToAll，"
             "而且漏了 top-k：每个 token 要发给 k 个专家，AllToAll 搬运的数组是 k·V。"
-            "前后向一致计数时比值是 8/k；DeepSeek V3 的 k = 8，两者一样多。"
+            "前后向一致计数时比值是 8/k；DeepSeek V3 的 k = 8，两者一样多。k 份拷贝是不去重的上界："
+            "按节点去重（DeepSeek V3 每个 token 至多发往 4 个节点）时 MoE 的量更小，"
+            "比值在 2 到 8 之间，仍到不了 16。"
         ),
         chapter="book/ledger/moe-deepseek",
         fmt=".3g",
