@@ -28,6 +28,28 @@ def test_each_erratum_is_a_real_disagreement(e):
         assert e.verify(), f"{e.key}: the computation does not settle the correction"
 
 
+def written_half_unit(x: float) -> float:
+    """Half a unit in the last digit a stated figure is written with: 140 -> 5, 41.8 -> 0.05,
+    2 -> 0.5 (trailing zeros of an integer are not significant)."""
+    from decimal import Decimal
+
+    return 0.5 * 10.0 ** Decimal(repr(float(x))).normalize().as_tuple().exponent
+
+
+def test_written_half_unit():
+    assert [written_half_unit(x) for x in (140, 41.8, 2.0, 65536, 1.67e18)] == pytest.approx(
+        [5, 0.05, 0.5, 0.5, 5e15])
+
+
+@pytest.mark.parametrize("e", [e for e in ERRATA if e.is_numeric], ids=lambda e: e.key)
+def test_each_numeric_erratum_exceeds_the_rounding_of_the_stated_figure(e):
+    """The recomputed figure, rounded to the digits the source wrote, is not the source's figure:
+    140 GB for 141.1 GB or 2 TB for 2.2 TB (exactly 2 TiB) would be rounding, not an erratum."""
+    half_unit = 0.0 if e.stated_exact else written_half_unit(e.stated)
+    assert abs(e.stated - e.recomputed()) > half_unit, (
+        f"{e.key}: {e.stated} is {e.recomputed()} rounded to the digits the source wrote")
+
+
 @pytest.mark.parametrize("e", ERRATA, ids=lambda e: e.key)
 def test_each_erratum_is_explained_in_its_chapter(e):
     assert e.chapter in toc_pages(), f"{e.key}: chapter {e.chapter} is not in _toc.yml"

@@ -53,6 +53,9 @@ class Erratum:
     #: may hold ``{name}`` fields, filled from ``values()`` (strings already formatted,
     #: e.g. with :mod:`tmath.fmt`).  :meth:`cause_text` and :meth:`correction_text` fill them.
     values: Callable[[], dict[str, str]] | None = None
+    #: The source states its figure as exact (“完全相同” is exactly 1), not rounded to the digits
+    #: it is written with; otherwise an erratum must differ by more than that rounding.
+    stated_exact: bool = False
 
     def __post_init__(self) -> None:
         numeric = self.stated is not None and self.compute is not None
@@ -377,18 +380,6 @@ def _llama70b_concurrency(seq_len: int) -> float:
     from tmath import concurrency, preset
 
     return float(concurrency(preset("llama3-70b"), "H100", tp=8, context_len=seq_len).sequences)
-
-
-def _llama70b_weights_gb() -> float:
-    from tmath import count_params, preset
-
-    return count_params(preset("llama3-70b")).total * 2 / 1e9
-
-
-def _llama70b_decode_ms() -> float:
-    from tmath import decode_bound, preset
-
-    return decode_bound(preset("llama3-70b"), "H100", tp=1).seconds * 1e3
 
 
 def _crossover(name: str) -> float:
@@ -804,16 +795,6 @@ def _moe_ring_ratio() -> float:
     return float(moe.ring_comm_units(preset("deepseek-v3").experts_per_token).ratio)
 
 
-def _big_matmuls_extra_flops_below_10pct() -> bool:
-    """Keeping the 7 projection outputs leaves only the attention core's matmuls to recompute:
-    Llama 3 70B at T = 4096 then does a few percent more matmul FLOPs, not the seed's 10 %."""
-    from tmath import preset
-    from tmath.memory import checkpoint_flops
-
-    extra = checkpoint_flops(preset("llama3-70b"), seq_len=4096, strategy="selective").ratio - 1
-    return 0 < extra < 0.05
-
-
 def _llama70b_128k_kv_fits_one_gpu() -> bool:
     """One 128K-token bf16 KV cache of Llama 3 70B fits an 80 GiB H100; with the weights it does not."""
     from tmath import count_params, get_hardware, kv_cache_bytes_sequence, preset
@@ -939,6 +920,8 @@ def _ledger_facts() -> dict[str, str]:
         "seed_8d_70": fmt.num(8 * c70.hidden_size),
         "seed_ratio_1m": "15.3",
         "ratio_more": fmt.pct(8 * c70.hidden_size / t70 - 1, 3),
+        "ratio_less": fmt.pct(1 - t70 / (8 * c70.hidden_size), 3),
+        "ratio_x": fmt.num(8 * c70.hidden_size / t70, 4),
         **{f"r70_{k}": fmt.num(attention_matmul_ratio(c70, t), 3)
            for k, t in (("4k", 4096), ("32k", 32768), ("64k", 65536), ("128k", 131072))},
         "f405": fmt.num(c405.intermediate_size),
@@ -982,7 +965,7 @@ ERRATA_LEDGER: list[Erratum] = [
         key="llama3-70b-mha-kv-128k",
         seed="003",
         location="5.2 KV Cache：MHA 对比",
-        claim="MHA (K=64) 128K 上下文 = 336 GB",
+        claim="MHA (K=64): KV/token = 2×80×64×128×2 = 2.5 MiB/token …… 128K = 336 GB (完全不可能)",
         stated=336,
         unit="GB",
         compute=_llama70b_kv_mha_128k_gb,
@@ -1040,43 +1023,6 @@ ERRATA_LEDGER: list[Erratum] = [
         fmt=".0f",
     ),
     Erratum(
-        key="llama3-70b-weights-bf16",
-        seed="003",
-        location="5.3 显存预算：权重",
-        claim="权重: 140 GB / 8 = 17.5 GB/卡",
-        stated=140,
-        unit="GB",
-        compute=_llama70b_weights_gb,
-        cause=(
-            "原文第五节自己算出 {params_b}B 参数，bf16 每个 2 字节，"
-            "是 {w_gb} GB（每卡 {w_gpu_gb} GB），不是 {seed_weights_gb} GB。"
-        ),
-        values=_ledger_facts,
-        chapter="book/ledger/llama3-70b",
-        fmt=".1f",
-        rel_tol=0.005,
-    ),
-    Erratum(
-        key="llama3-70b-decode-bound",
-        seed="003",
-        location="5.4 Decode 延迟的物理下界",
-        claim="140 GB / 3.35 TB/s = 41.8 ms",
-        stated=41.8,
-        unit="ms",
-        compute=_llama70b_decode_ms,
-        cause=(
-            "解码一步并不读整张输入嵌入表（{vocab} × {width}，每条序列只查一行），"
-            "要读的是其余 {read_b}B 参数 = {read_gb} GB：{read_gb} GB ÷ {bw_tbs} TB/s = {decode_tp1_ms} ms，"
-            "TP=8 时每卡 {decode_tp8_ms} ms。原文的 {seed_weights_gb} GB 本是权重显存（精确值 {w_gb} GB），"
-            "挪来当读取量，两处误差恰好部分抵消。两者都是只看带宽的下界，不含 TP 的 all-reduce"
-            "（TP=8 时每个 token {tp8_allreduces} 次）。"
-        ),
-        values=_ledger_facts,
-        chapter="book/ledger/llama3-70b",
-        fmt=".1f",
-        rel_tol=0.005,
-    ),
-    Erratum(
         key="llama3-70b-crossover",
         seed="003",
         location="4 节：实际数字（Llama 3 70B, D=8192）",
@@ -1106,7 +1052,8 @@ ERRATA_LEDGER: list[Erratum] = [
         ),
         cause=(
             "{seed_ratio_1m} = 10⁶ ÷ {seed_8d_70} 用的是假设下的 8D；按真实配置（全量计数）比值是"
-            " T ÷ {t70}，原文这张表的每一项都偏小约 {ratio_more}（4K 时 {r70_4k}，32K 时 {r70_32k}，"
+            " T ÷ {t70}：原文这张表的每一项都比真实值小 {ratio_less}"
+            "（真实值是原文的 {ratio_x} 倍，即大 {ratio_more}；4K 时 {r70_4k}，32K 时 {r70_32k}，"
             "64K 时 {r70_64k}，{k128} 时 {r70_128k}）。"
         ),
         values=_ledger_facts,
@@ -1157,7 +1104,7 @@ ERRATA_LEDGER: list[Erratum] = [
         key="moe-critical-batch-ratio",
         seed="003",
         location="6.2 MoE 的 roofline",
-        claim="dense 只要 240，MoE 要 3840——差了 16 倍",
+        claim="对比 dense 模型只要 240，MoE 要 3840——差了 16 倍。",
         stated=16,
         unit="倍",
         compute=lambda: __import__("tmath").preset("deepseek-v3").n_routed_experts
@@ -1176,14 +1123,16 @@ ERRATA_LEDGER: list[Erratum] = [
         key="moe-alltoall-vs-allreduce",
         seed="003",
         location="6.3 MoE 的通信账",
-        claim="TP 的 AllReduce 通信量是 MoE AllToAll 的 16 倍",
+        claim="TP 通信是 MoE AllToAll 的 16 倍!",
         stated=16,
         unit="倍",
         compute=lambda: float(_moe_ring_ratio()),
         cause=(
             "原文 TP 按前向 + 反向数了 4 次 AllReduce，MoE 却只数了前向的 2 次 AllToAll，"
             "而且漏了 top-k：每个 token 要发给 k 个专家，AllToAll 搬运的数组是 k·V。"
-            "前后向一致计数时比值是 8/k；DeepSeek V3 的 k = 8，两者一样多。"
+            "前后向一致计数时比值是 8/k；DeepSeek V3 的 k = 8，两者一样多。k 份拷贝是不去重的上界："
+            "按节点去重（DeepSeek V3 每个 token 至多发往 4 个节点）时 MoE 的量更小，"
+            "比值在 2 到 8 之间，仍到不了 16。"
         ),
         chapter="book/ledger/moe-deepseek",
         fmt=".3g",
@@ -1209,20 +1158,6 @@ ERRATA_LEDGER: list[Erratum] = [
         fmt=".4g",
     ),
     Erratum(
-        key="remat-big-matmuls-10pct",
-        seed="003",
-        location="7.2 三种 checkpointing 策略（表中“Big matmuls only”一行）",
-        claim="只存 7 个 matmul 输出：额外 FLOPs ~10%",
-        correction=(
-            "7 个投影矩阵乘的输出都存下时，反向前要重算的只剩注意力核心（QKᵀ、softmax、PV）和逐元素运算，"
-            "矩阵乘 FLOPs 的增量就是选择性重计算的增量：对 Llama 3 70B、T = 4K 只有几个百分点。"
-            "10% 无法从 FLOPs 推出，至多是墙钟时间的粗估。"
-        ),
-        verify=_big_matmuls_extra_flops_below_10pct,
-        cause="原文把受带宽限制的逐元素运算的耗时与 FLOPs 混在了一起，没有给出可验算的依据。",
-        chapter="book/ledger/memory",
-    ),
-    Erratum(
         key="llama3-70b-128k-one-gpu",
         seed="003",
         location="5.2 KV Cache：单条序列",
@@ -1241,14 +1176,19 @@ ERRATA_LEDGER: list[Erratum] = [
         key="llama3-70b-decode-batch-independent",
         seed="003",
         location="5.4 Decode 延迟的物理下界",
-        claim="这个下界与 batch size 无关——batch 里的所有序列共享同一份权重读取",
+        claim="注意:这个下界与 batch size 无关——因为 decode 时 batch 里的所有序列共享同一份权重读取。",
         correction=(
-            "只有权重的读取与 batch 无关；每条序列还要读自己已缓存的 S 个 token 的 KV，一步的带宽下界是"
-            "（权重字节 + B × 每条序列的 KV 字节）÷ 带宽，随 B 和 S 线性增长。"
-            "Llama 3 70B、TP=8、S = 8K 时，约 {kv_equals_weights} 条序列的 KV 就与权重一样多。"
+            "补充说明，不是算错：对原文定义的下界（只算权重的读取）这句话成立。但解码一步还要读每条序列"
+            "已缓存的 S 个 token 的 KV，计入它的下界是（权重字节 + B × 每条序列的 KV 字节）÷ 带宽，"
+            "随 B 和 S 线性增长：Llama 3 70B、TP=8、S = 8K 时，"
+            "约 {kv_equals_weights} 条序列的 KV 就与权重一样多，"
+            "大批量时只算权重的下界就不再贴近实际。"
         ),
         verify=_decode_bound_depends_on_batch,
-        cause="原文的下界只算了权重，漏了 KV cache 的读取，而后者正比于 batch。",
+        cause=(
+            "原文的下界只算了权重；作为下界它没错，但“大 batch 时吞吐暴涨”要打折扣："
+            "KV cache 的读取正比于 batch。"
+        ),
         values=_ledger_facts,
         chapter="book/ledger/llama3-70b",
     ),
@@ -1378,13 +1318,6 @@ def _fmt():
     return fmt
 
 
-def _flash_128k_score_bytes() -> int:
-    """One bf16 score matrix of the seed's example: B = 1, N = 64, T = S = 128K."""
-    from tmath import attention_memory_bytes
-
-    return attention_memory_bytes(B=1, T=131072, S=131072, N=64, dtype_bytes=2)
-
-
 def _dao2022() -> dict:
     from tmath.attention import DAO2022_GPT2_MEDIUM
 
@@ -1392,28 +1325,6 @@ def _dao2022() -> dict:
 
 
 ERRATA_FLASH: list[Erratum] = [
-    Erratum(
-        key="flash-128k-score-bytes",
-        seed="003",
-        location="8.1 传统 attention 的问题",
-        claim="T=128K, N=64, B=1: 128K × 128K × 64 × 2 = 2 TB",
-        stated=2.0,
-        unit="TB",
-        compute=lambda: _flash_128k_score_bytes() / 1e12,
-        cause=(
-            "{t}² × 64 × 2 字节 = {bytes} 字节，即 {tb} TB（十进制）或恰好 {tib} TiB（二进制）："
-            "原文混用了两种单位。"
-        ),
-        values=lambda: {
-            "t": _fmt().num(131072),
-            "bytes": _fmt().num(_flash_128k_score_bytes()),
-            "tb": _fmt().num(_flash_128k_score_bytes() / 1e12, 2),
-            "tib": _fmt().num(_flash_128k_score_bytes() / 2**40),
-        },
-        chapter="book/flash/naive-memory",
-        fmt=".3g",
-        rel_tol=0.05,
-    ),
     Erratum(
         key="flash-quadratic-memory-term",
         seed="003",
@@ -1449,6 +1360,7 @@ ERRATA_FLASH: list[Erratum] = [
             "flash": _fmt().num(_dao2022()["gflops"]["flash"], 3),
             "std": _fmt().num(_dao2022()["gflops"]["standard"], 3),
         },
+        stated_exact=True,
         chapter="book/flash/naive-memory",
         fmt=".4g",
     ),
@@ -1534,15 +1446,20 @@ ERRATA_ENERGY: list[Erratum] = [
         key="efficiency-doubling",
         seed="000",
         location="能效趋势",
-        claim="能效每两年翻一倍；又说每年约提升 1.28 倍",
+        claim=(
+            "GPU/TPU 能效历史上每两年翻一倍。……"
+            "GPU 的每瓦 FLOP/s 从 2010 年到 2024 年以每年约 1.28 倍的速度提升。"
+        ),
         stated=2.0,
         unit="年",
         compute=lambda: math.log(2) / math.log(EFFICIENCY_ANNUAL_FACTOR),
         cause=(
-            "若两句说的是同一个量，它们互相矛盾：每年 {f} 倍对应的翻倍时间是 ln2 / ln{f} 年，而不是 2 年。"
-            "两个数也可能出自不同的数据集（例如前沿加速器与全部 GPU），但原文没有注明。"
+            "前后不一致，而不是一处算错：两句说的都是每瓦 FLOP/s 的增长，每年 {f} 倍对应的翻倍时间是"
+            " ln2 / ln{f} 年（重算一栏），每两年翻一倍则对应每年 {f2} 倍。"
+            "第一句引的是 Epoch AI 的 GPU/TPU 统计，"
+            "第二句只说 GPU、2010–2024 年，样本不同或许能解释差距，但原文没有说明，两个速度不能混着用来外推。"
         ),
-        values=lambda: {"f": _fmt().num(EFFICIENCY_ANNUAL_FACTOR, 3)},
+        values=lambda: {"f": _fmt().num(EFFICIENCY_ANNUAL_FACTOR, 3), "f2": _fmt().num(math.sqrt(2), 3)},
         chapter="book/energy/energy",
         fmt=".2f",
     ),
@@ -1638,7 +1555,7 @@ ERRATA_ENERGY: list[Erratum] = [
         key="gpt3-energy-gap",
         seed="000",
         location="FLOPs 与电能：差距倍数",
-        claim="实测 1,287 MWh 是理论下限 93 MWh 的约 14 倍",
+        claim="GPT-3 训练理论用电 93 MWh，实际……真实用电达 1,287 MWh——是理论值的 14 倍。",
         stated=14.0,
         unit="倍",
         compute=lambda: GPT3_MEASURED_MWH / _gpt3_lower_bound_mwh(),
