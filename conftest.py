@@ -116,7 +116,19 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
+#: The longest test files, run first: pytest-xdist (``--dist loadfile``) hands files to its two
+#: workers in collection order, so the two longest start at once, one on each worker, and the
+#: short files fill in around them instead of leaving one worker alone at the end.
+LONGEST_FIRST = ("tests/test_site.py", "tests/test_student_kit.py", "book/appendix/crosscheck.ipynb")
+
+
+def _longest_first(item) -> int:
+    path = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if type(item).__name__ == "IPyNbCell" and hasattr(item, "output_timeout"):
             item.output_timeout = NBVAL_OUTPUT_TIMEOUT
+    items.sort(key=_longest_first)  # stable: each file keeps its own order

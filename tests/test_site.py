@@ -25,7 +25,7 @@ import pytest
 from myst_nb.core.variables import format_plain_text
 
 from book_pdf import ARGS, toc_pages
-from conftest import EXAMPLE_REPOSITORY, ROOT
+from conftest import EXAMPLE_REPOSITORY, LAUNCH_PAGES, ROOT
 from test_voice import CHECKS as VOICE_CHECKS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -296,7 +296,8 @@ def test_no_launch_buttons_without_a_repository(built_site):
 def test_launch_buttons_open_each_notebook_on_binder_and_colab(launch_site):
     org_repo = EXAMPLE_REPOSITORY.removeprefix("https://github.com/")
     notebooks = {p.relative_to(ROOT).with_suffix("").as_posix() for p in toc_notebooks()}
-    for page in toc_pages():
+    assert set(LAUNCH_PAGES) <= set(toc_pages()) and set(LAUNCH_PAGES) & notebooks
+    for page in LAUNCH_PAGES:
         links = launch_links(launch_site / f"{page}.html")
         if page not in notebooks:
             assert links == [], f"{page}: a markdown page has nothing to launch"
