@@ -608,10 +608,13 @@ register(
     "NCCL source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms and "
     "protocols (baseLat, hwLat)",
     "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
-    "Per-step latency of the ring algorithm with the LL (low-latency) protocol: NVLink "
-    "0.6 us, PCI 1.0 us, network 2.7 us (hwLat), plus a base latency of 6.6 us per "
-    "collective; ring all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1. "
-    "Model constants, not measurements.",
+    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLatencies) NVLink "
+    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us; base latency "
+    "per collective (baseLatencies) 6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL gets 1/4 of it "
+    "(1/3 for a one-node all-gather or reduce-scatter), LL128 0.92, Simple all.  Ring "
+    "all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1; across nodes "
+    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest the "
+    "intra-node one.  Model constants, not measurements.",
 )
 register(
     "narayanan2021megatron",
