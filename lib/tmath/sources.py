@@ -73,6 +73,7 @@ CITATIONS: dict[str, str] = {
     "megatron-core-tp-layers": "NVIDIA《Megatron-LM 源码：tensor_parallel/layers.py》",
     "microsoft2020supercomputer": "Microsoft（2020）《OpenAI 超级计算机发布文》",
     "narayanan2021megatron": "Narayanan 等（2021）《Megatron-LM on GPU Clusters》",
+    "nccl-issue-812": "NVIDIA《NCCL issue 812：DGX A100 上 all-reduce 的总线带宽》",
     "nccl-tuning": "NVIDIA《NCCL 源码：graph/tuning.cc》",
     "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
     "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
@@ -615,6 +616,15 @@ register(
     "all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1; across nodes "
     "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest the "
     "intra-node one.  Model constants, not measurements.",
+)
+register(
+    "nccl-issue-812",
+    "NVIDIA/nccl issue 812, \"Why Tree has better bandwidth performance than Ring on only 2 "
+    "DGX-A100?\" (comment by NVIDIA's AddyLaddy, 2023-03-31)",
+    "https://github.com/NVIDIA/nccl/issues/812",
+    "\"On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure 192GB/s "
+    "AllReduce BusBW\": a multi-node ring spreads a node's traffic over all its NICs (8 x 25 GB/s "
+    "= 200 GB/s, measured 96 % of it).",
 )
 register(
     "narayanan2021megatron",
