@@ -263,7 +263,8 @@ def group_bandwidth(n: int, *, intra: Any, inter: Any = None, per_node: int | No
 
 
 def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
-               inter: Any = None, per_node: int | None = None) -> dict[str, float]:
+               inter: Any = None, per_node: int | None = None, base: bool = True
+               ) -> dict[str, float]:
     """Seconds of one collective for each NCCL protocol (:data:`PROTOCOLS`), ring algorithm.
 
     ``base + steps_intra·α_intra + steps_inter·α_inter + load / (efficiency · bandwidth)``:
@@ -271,6 +272,7 @@ def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
     (all-reduce) or nodes−1 of their steps, at the bus bandwidth of :func:`group_bandwidth`.
     An all-to-all sends (per_node−1)/n of its input over NVLink and (n−per_node)/n through its
     own NIC, n−1 steps at the network latency when it spans nodes; a send crosses one link.
+    ``base=False`` leaves out the protocols' base latency (a caller that adds its own).
     """
     kind = _kind(kind)
     v = _nbytes(nbytes)
@@ -305,7 +307,7 @@ def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
             n, intra=lk_in, inter=lk_out, per_node=g if nodes > 1 else None)
     out = {}
     for name, p in PROTOCOLS.items():
-        lat = p.base_latency + (s - s_inter) * lk_in.step_latency[p.index]
+        lat = (p.base_latency if base else 0.0) + (s - s_inter) * lk_in.step_latency[p.index]
         if s_inter:
             lat += s_inter * lk_out.step_latency[p.index]
         out[name] = lat + seconds_per_eff / p.efficiency_for(kind, nodes)
@@ -313,8 +315,8 @@ def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
 
 
 def nccl_time(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
-              inter: Any = None, per_node: int | None = None, protocol: str | None = None
-              ) -> float:
+              inter: Any = None, per_node: int | None = None, protocol: str | None = None,
+              base: bool = True) -> float:
     """Seconds of one collective as NCCL's cost model prices it (:func:`nccl_times`): the
     fastest protocol, or ``protocol`` (``"LL"``, ``"LL128"``, ``"Simple"``) if given.
 
@@ -322,7 +324,7 @@ def nccl_time(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
     ...       * 1e3, 2)
     5.51
     """
-    t = nccl_times(kind, nbytes, n, intra=intra, inter=inter, per_node=per_node)
+    t = nccl_times(kind, nbytes, n, intra=intra, inter=inter, per_node=per_node, base=base)
     if protocol is None:
         return min(t.values())
     if protocol not in PROTOCOLS:
