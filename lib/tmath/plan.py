@@ -393,7 +393,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         "一个优化器步的时间估计：",
         f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
         f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
-        f"  通信（α–β，不重叠）         {sum(plan['comm_time_s'].values()):.4g} s",
+        f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
         f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
         f"  由此的 MFU                  {plan['mfu']:.1%}",
