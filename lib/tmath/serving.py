@@ -400,8 +400,9 @@ def critical_batch(
 #: NCCL's fixed cost per collective in its own cost model (``baseLat`` of the ring algorithm
 #: with the LL protocol, src/graph/tuning.cc; :data:`tmath.sources` key ``nccl-tuning``), on
 #: top of the per-step latency and bandwidth of the protocol NCCL runs for the message
-#: (:func:`tmath.comm.nccl_time` without its base latency: LL for a decode step's few KB).  A model constant, not a measurement; pass it
-#: as ``base_latency`` to :func:`decode_step` for the pessimistic end of the α–β bound.
+#: (:func:`tmath.comm.nccl_time` without its base latency: LL for a decode step's few KB).
+#: A model constant, not a measurement; pass it as ``base_latency`` to :func:`decode_step` for
+#: the pessimistic end of the α–β bound.
 NCCL_BASE_LATENCY = 6.6e-6
 
 
