@@ -163,3 +163,70 @@ def test_sources_and_the_bibliography_hold_the_same_keys():
     cited |= {lk.source for lk in hardware.LINKS.values()}
     cited |= {lk.alpha_source for lk in hardware.LINKS.values() if lk.alpha_source}
     assert cited <= set(SOURCES)
+
+
+# --- NCCL's cost model: protocols, and groups that span nodes ---------------------------------
+
+def test_nccl_protocol_constants_match_tuning_cc():
+    # NVIDIA/nccl src/graph/tuning.cc: baseLatencies ring {6.6, 14.0, 8.4} us; hwLatencies ring
+    # NVLink {0.6, 1.9, 3.4}, PCI {1.0, 2.5, 5.7}, NET {2.7, 4.0, 14.0} us
+    assert [p.base_latency * 1e6 for p in comm.PROTOCOLS.values()] == pytest.approx([6.6, 14, 8.4])
+    assert [p.efficiency for p in comm.PROTOCOLS.values()] == pytest.approx([0.25, 0.92, 1.0])
+    us = {k: [x * 1e6 for x in hardware.link(k).step_latency]
+          for k in ("NVLink4", "PCIe5x16", "IB-NDR")}
+    assert us == {"NVLink4": pytest.approx([0.6, 1.9, 3.4]),
+                  "PCIe5x16": pytest.approx([1.0, 2.5, 5.7]),
+                  "IB-NDR": pytest.approx([2.7, 4.0, 14.0])}
+    # alpha is Simple's: the protocol of bandwidth-bound messages
+    assert all(lk.alpha == lk.step_latency[2] for lk in hardware.LINKS.values() if lk.step_latency)
+
+
+def test_nccl_time_one_node_by_hand():
+    n, v, w = 8, 64e6, 450e9
+    t = comm.nccl_times("all_reduce", v, n, intra="NVLink4")
+    load = 2 * 7 / 8 * v
+    assert t["Simple"] == pytest.approx(8.4e-6 + 14 * 3.4e-6 + load / w)
+    assert t["LL"] == pytest.approx(6.6e-6 + 14 * 0.6e-6 + load / (w / 4))
+    assert t["LL128"] == pytest.approx(14e-6 + 14 * 1.9e-6 + load / (0.92 * w))
+    assert comm.nccl_time("all_reduce", v, n, intra="NVLink4") == min(t.values())
+    # LL reaches a third of the bandwidth in a one-node all-gather
+    ag = comm.nccl_times("all_gather", v, n, intra="NVLink4")["LL"]
+    assert ag == pytest.approx(6.6e-6 + 7 * 0.6e-6 + 7 / 8 * v / (w / 3))
+
+
+def test_nccl_time_picks_ll_when_small_simple_when_large():
+    small = comm.nccl_times("all_reduce", 1e3, 8, intra="NVLink4")
+    large = comm.nccl_times("all_reduce", 1e9, 8, intra="NVLink4")
+    assert min(small, key=small.get) == "LL"
+    assert min(large, key=large.get) == "Simple"
+
+
+def test_group_spanning_nodes_uses_one_nic_per_member():
+    # 64 GPUs on 8 nodes, 8 per node: the node's 8 NICs carry the ring, 400 GB/s < NVLink's 450
+    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=8) == 400e9
+    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=1) == 50e9
+    assert comm.group_bandwidth(8, intra="NVLink4") == 450e9
+    t = comm.nccl_times("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=8)
+    lat = 8.4e-6 + (126 - 14) * 3.4e-6 + 14 * 14e-6  # 2(nodes-1) = 14 steps on the network
+    assert t["Simple"] == pytest.approx(lat + 2 * 63 / 64 * 1e9 / 400e9)
+    one = comm.nccl_times("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=1)
+    assert one["Simple"] == pytest.approx(8.4e-6 + 126 * 14e-6 + 2 * 63 / 64 * 1e9 / 50e9)
+    # all-to-all across nodes: (n - g)/n of the input leaves through the GPU's own NIC
+    a2a = comm.nccl_times("all_to_all", 64e6, 16, intra="NVLink4", inter="IB-NDR", per_node=8)
+    assert a2a["Simple"] == pytest.approx(8.4e-6 + 15 * 14e-6 + 8 / 16 * 64e6 / 50e9)
+
+
+@pytest.mark.parametrize("call, exc, word", [
+    (lambda: comm.nccl_time("all_reduce", 1e6, 16, intra="NVLink4", per_node=8), ValueError,
+     "inter"),
+    (lambda: comm.nccl_time("all_reduce", 1e6, 16, intra="NVLink4", inter="IB-NDR",
+                            per_node=3), ValueError, "per_node"),
+    (lambda: comm.nccl_time("all_reduce", 1e6, 8, intra="NVLink4", per_node=9), ValueError,
+     "per_node"),
+    (lambda: comm.nccl_time("all_reduce", 1e6, 8, intra="ICI-v5e"), ValueError, "collective_time"),
+    (lambda: comm.nccl_time("all_reduce", 1e6, 8, intra="NVLink4", protocol="LL64"), ValueError,
+     "protocol"),
+])
+def test_nccl_time_errors(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()

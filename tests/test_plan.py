@@ -123,3 +123,22 @@ def test_import_tmath_stays_light():
             "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "[]"
+
+
+def test_dp_group_members_per_node_choose_the_network_bandwidth():
+    # pure DP over 16 H100s: 8 DP ranks per node, so the node's 8 NICs carry the gradients;
+    # with tp = 8 filling the node, each DP group has one member per node: one NIC per GPU
+    cfg = tmath.preset("llama3-8b")
+    wide = build_plan(cfg, dp=16, zero=1, micro_batch=1, global_batch=16, seq_len=4096, gpu="H100")
+    thin = build_plan(cfg, dp=16, tp=8, zero=1, micro_batch=1, global_batch=16, seq_len=4096,
+                      gpu="H100")
+    for plan, per_node in ((wide, 8), (thin, 1)):
+        dp = [c for c in plan["collectives"] if c["axis"] == "dp"]
+        assert dp and all(c["per_node"] == per_node and c["link"] == "IB-NDR" for c in dp)
+        for c in dp:
+            want = comm.nccl_time(c["kind"], c["nbytes"], 16, intra="NVLink4", inter="IB-NDR",
+                                  per_node=per_node)
+            assert c["seconds_each"] == pytest.approx(want)
+    bw = {k: comm.group_bandwidth(16, intra="NVLink4", inter="IB-NDR", per_node=g)
+          for k, g in (("wide", 8), ("thin", 1))}
+    assert bw == {"wide": 400e9, "thin": 50e9}

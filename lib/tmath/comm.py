@@ -41,6 +41,17 @@ the busiest directed link (:func:`link_load`).  Two topologies:
   and whose V is the whole array.  On a switch the same all-to-all costs (n−1)/n·V/W with V
   one GPU's input.
 
+**What NCCL charges** (:func:`nccl_time`).  NCCL's own cost model (``src/graph/tuning.cc``)
+has three protocols (:data:`PROTOCOLS`): LL has the smallest latency per step but reaches a
+quarter of the bandwidth, LL128 92 %, Simple all of it with the largest latency; each adds a
+base latency once per collective, and NCCL runs the fastest of the three for the size at hand.
+A group that spans nodes with ``per_node`` members in each node: NCCL's ring threads the
+members of a node over NVLink and leaves the node once per channel, one channel per NIC, so
+the node's inter-node traffic is spread over ``per_node`` NICs (one per GPU, DGX/HGX): the
+bus bandwidth is ``min(per_node · W_inter, W_intra)`` (:func:`group_bandwidth`); of the
+ring's steps, 2(nodes−1) (all-reduce) or nodes−1 cross the network and pay its latency.  With
+one member per node (DP groups when TP fills the node) that is one NIC per GPU.
+
 Every function takes plain numbers; :mod:`tmath.layout` lists a layout's collectives and
 :mod:`tmath.plan` prices them on the links of :data:`tmath.hardware.LINKS`.
 """
@@ -64,6 +75,11 @@ __all__ = [
     "link_load",
     "collective_time",
     "ring_derivation",
+    "Protocol",
+    "PROTOCOLS",
+    "group_bandwidth",
+    "nccl_times",
+    "nccl_time",
     "allreduce_bytes_per_rank",
     "allgather_bytes_per_rank",
     "alltoall_bytes_per_rank",
@@ -177,6 +193,143 @@ def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwi
         return 0.0
     load = link_load(kind, nbytes, n, topology)
     return steps(kind, n) * alpha + float(load) / bandwidth
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One NCCL protocol in NCCL's cost model (ring algorithm).
+
+    ``base_latency``: seconds charged once per collective (``baseLatencies``); ``efficiency``:
+    the fraction of the bus bandwidth it reaches; ``index``: its place in a link's
+    ``step_latency`` (LL, LL128, Simple).
+    """
+
+    name: str
+    index: int
+    base_latency: float
+    efficiency: float
+    note_zh: str
+
+    def efficiency_for(self, kind: str, nodes: int) -> float:
+        """LL reaches 1/4 of the bandwidth, or 1/3 for a one-node all-gather/reduce-scatter."""
+        if self.name == "LL" and nodes == 1 and kind in ("all_gather", "reduce_scatter"):
+            return 1 / 3
+        return self.efficiency
+
+
+#: NCCL's three protocols, ring algorithm (``src/graph/tuning.cc``: ``baseLatencies``, and the
+#: bandwidth factors of ``ncclTopoTuneModel``; LL's and LL128's caps per channel left out).
+PROTOCOLS: dict[str, Protocol] = {
+    "LL": Protocol("LL", 0, 6.6e-6, 1 / 4, "低延迟：每 8 字节里 4 字节是标志位，带宽只有 1/4"),
+    "LL128": Protocol("LL128", 1, 14.0e-6, 0.92, "每 128 字节里 8 字节是标志位，带宽约 92 %"),
+    "Simple": Protocol("Simple", 2, 8.4e-6, 1.0, "整块发送后再同步：带宽全用上，每步延迟最大"),
+}
+
+
+def _link(lk: Any):
+    from tmath.hardware import link
+
+    return link(lk)
+
+
+def _split(n: int, per_node: Any) -> tuple[int, int]:
+    if per_node is None:
+        return n, 1
+    g = int_arg("per_node", per_node)
+    if g > n:
+        raise ValueError(f"per_node={g} 大于组的卡数 n={n}：每台机器里的组员不会比整组多")
+    if n % g:
+        raise ValueError(f"per_node={g} 不能整除 n={n}：每台机器里的组员数必须相同")
+    return g, n // g
+
+
+def group_bandwidth(n: int, *, intra: Any, inter: Any = None, per_node: int | None = None
+                    ) -> float:
+    """Bus bandwidth (bytes/s each GPU sends) of a ring over ``n`` GPUs, ``per_node`` of them
+    in each node (``None``: all in one node).
+
+    One node: the intra-node link's bandwidth.  Several: each node leaves over ``per_node``
+    NICs (one per GPU, each ``inter.bandwidth``) and NCCL spreads its channels over them, so
+    ``min(per_node · W_inter, W_intra)``; with one member per node it is one NIC's bandwidth.
+    """
+    n = int_arg("n", n)
+    g, nodes = _split(n, per_node)
+    w_intra = _link(intra).bandwidth
+    if nodes == 1:
+        return w_intra
+    if inter is None:
+        raise ValueError("组跨了机器（per_node < n）：请给出节点间的链路 inter（如 \"IB-NDR\"）")
+    return min(g * _link(inter).bandwidth, w_intra)
+
+
+def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
+               inter: Any = None, per_node: int | None = None, base: bool = True
+               ) -> dict[str, float]:
+    """Seconds of one collective for each NCCL protocol (:data:`PROTOCOLS`), ring algorithm.
+
+    ``base + steps_intra·α_intra + steps_inter·α_inter + load / (efficiency · bandwidth)``:
+    ``α`` from the links' ``step_latency``; ring collectives cross the network on 2(nodes−1)
+    (all-reduce) or nodes−1 of their steps, at the bus bandwidth of :func:`group_bandwidth`.
+    An all-to-all sends (per_node−1)/n of its input over NVLink and (n−per_node)/n through its
+    own NIC, n−1 steps at the network latency when it spans nodes; a send crosses one link.
+    ``base=False`` leaves out the protocols' base latency (a caller that adds its own).
+    """
+    kind = _kind(kind)
+    v = _nbytes(nbytes)
+    n = int_arg("n", n)
+    g, nodes = _split(n, per_node)
+    lk_in = _link(intra)
+    lk_out = _link(inter) if inter is not None else None
+    if nodes > 1 and lk_out is None:
+        raise ValueError("组跨了机器（per_node < n）：请给出节点间的链路 inter（如 \"IB-NDR\"）")
+    for lk in (lk_in, lk_out):
+        if lk is not None and lk.step_latency is None:
+            raise ValueError(f"链路 {lk.name} 不走 NCCL（没有各协议的每步延迟）："
+                             "请用 collective_time 和它的 alpha")
+    if n == 1 and kind != "send":
+        return dict.fromkeys(PROTOCOLS, 0.0)
+    s = steps(kind, n)
+    if nodes == 1:
+        s_inter = 0
+    elif kind == "all_reduce":
+        s_inter = 2 * (nodes - 1)
+    elif kind in ("all_gather", "reduce_scatter"):
+        s_inter = nodes - 1
+    else:  # all_to_all and send: every step may wait on the network
+        s_inter = s
+    if kind == "all_to_all" and nodes > 1:
+        seconds_per_eff = max(float(v * Fraction(g - 1, n)) / lk_in.bandwidth,
+                              float(v * Fraction(n - g, n)) / lk_out.bandwidth)
+    elif kind == "send":
+        seconds_per_eff = float(v) / (lk_out.bandwidth if nodes > 1 else lk_in.bandwidth)
+    else:
+        seconds_per_eff = float(bytes_sent(kind, v, n)) / group_bandwidth(
+            n, intra=lk_in, inter=lk_out, per_node=g if nodes > 1 else None)
+    out = {}
+    for name, p in PROTOCOLS.items():
+        lat = (p.base_latency if base else 0.0) + (s - s_inter) * lk_in.step_latency[p.index]
+        if s_inter:
+            lat += s_inter * lk_out.step_latency[p.index]
+        out[name] = lat + seconds_per_eff / p.efficiency_for(kind, nodes)
+    return out
+
+
+def nccl_time(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
+              inter: Any = None, per_node: int | None = None, protocol: str | None = None,
+              base: bool = True) -> float:
+    """Seconds of one collective as NCCL's cost model prices it (:func:`nccl_times`): the
+    fastest protocol, or ``protocol`` (``"LL"``, ``"LL128"``, ``"Simple"``) if given.
+
+    >>> round(nccl_time("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=8)
+    ...       * 1e3, 2)
+    5.51
+    """
+    t = nccl_times(kind, nbytes, n, intra=intra, inter=inter, per_node=per_node, base=base)
+    if protocol is None:
+        return min(t.values())
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol={protocol!r} 未知；可选：{', '.join(PROTOCOLS)}")
+    return t[protocol]
 
 
 def ring_derivation() -> dict[str, Any]:

@@ -138,7 +138,11 @@ class Link:
     seconds; ``alpha_cited`` says whether it comes from ``alpha_source`` or is an assumption
     stated in ``note``.  ``topology`` is ``"switch"`` (every GPU has a full-bandwidth port
     into a non-blocking switch) or ``"ring"`` (a bidirectional ring: one axis of a torus).
-    ``per`` says what the bandwidth belongs to.
+    ``per`` says what the bandwidth belongs to.  ``step_latency`` is NCCL's per-step latency
+    of the ring algorithm on this kind of link for its three protocols ``(LL, LL128, Simple)``
+    (:data:`tmath.comm.PROTOCOLS`), ``None`` for a link NCCL does not drive (TPU ICI);
+    ``alpha`` is then Simple's figure, the protocol NCCL runs large (bandwidth-bound) messages
+    with.
     """
 
     name: str
@@ -152,26 +156,34 @@ class Link:
     source: str
     alpha_source: str | None
     note: str = ""
+    step_latency: tuple[float, float, float] | None = None  # s per ring step: LL, LL128, Simple
 
 
-# NCCL's own cost model (src/graph/tuning.cc, hwLat, ring algorithm, LL protocol): 0.6 us per
-# step over NVLink, 1.0 us over PCIe, 2.7 us over the network; a model constant NCCL uses to
-# pick algorithms, not a measurement.
+# NCCL's own cost model (src/graph/tuning.cc, hwLatencies, ring algorithm), seconds per step
+# for the protocols (LL, LL128, Simple): NVLink (0.6, 1.9, 3.4) us, PCIe (1.0, 2.5, 5.7) us,
+# network (2.7, 4.0, 14.0) us.  Model constants NCCL uses to pick an algorithm and a protocol,
+# not measurements.  ``alpha`` is Simple's figure: LL's smaller latency comes with a quarter of
+# the bandwidth (tmath.comm.PROTOCOLS), so large messages run Simple.
+_US = 1e-6
+_NVLINK_LAT = (0.6 * _US, 1.9 * _US, 3.4 * _US)
+_PCI_LAT = (1.0 * _US, 2.5 * _US, 5.7 * _US)
+_NET_LAT = (2.7 * _US, 4.0 * _US, 14.0 * _US)
 _LINK_TABLE = [
-    Link("NVLink4", 450e9, 900e9, 0.6e-6, True, "switch", "节点内（NVSwitch）",
+    Link("NVLink4", 450e9, 900e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
          "每张 H100：18 条 NVLink，每条每方向 25 GB/s", "nvidia-h100-datasheet", "nccl-tuning",
-         "H100 SXM datasheet: NVLink 900 GB/s (both directions)."),
-    Link("NVLink5", 900e9, 1800e9, 0.6e-6, True, "switch", "节点内（NVSwitch）",
+         "H100 SXM datasheet: NVLink 900 GB/s (both directions).", _NVLINK_LAT),
+    Link("NVLink5", 900e9, 1800e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
          "每张 B200：18 条 NVLink，每条每方向 50 GB/s", "nvidia-dgx-b200-guide", "nccl-tuning",
          "DGX B200: 2 NVLink switches, 14.4 TB/s aggregate over 8 GPUs = 1.8 TB/s per GPU. "
-         "alpha: NCCL's model has one NVLink figure for every generation."),
-    Link("PCIe5x16", 64e9, 128e9, 1.0e-6, True, "switch", "主机总线（PCIe）",
+         "alpha: NCCL's model has one NVLink figure for every generation.", _NVLINK_LAT),
+    Link("PCIe5x16", 64e9, 128e9, _PCI_LAT[2], True, "switch", "主机总线（PCIe）",
          "一条 PCIe 5.0 ×16", "nvidia-h100-datasheet", "nccl-tuning",
-         "H100 datasheet: PCIe Gen5 128 GB/s (both directions)."),
-    Link("IB-NDR", 50e9, 100e9, 2.7e-6, True, "switch", "跨节点（InfiniBand）",
+         "H100 datasheet: PCIe Gen5 128 GB/s (both directions).", _PCI_LAT),
+    Link("IB-NDR", 50e9, 100e9, _NET_LAT[2], True, "switch", "跨节点（InfiniBand）",
          "每个 NDR 端口 400 Gb/s；DGX H100 每节点 8 个 ConnectX-7 端口，每张 GPU 一个",
          "nvidia-dgx-basepod", "nccl-tuning",
-         "Assumes a full-bisection (non-blocking) fat tree, one NIC per GPU."),
+         "Assumes a full-bisection (non-blocking) fat tree, one NIC per GPU: a node's 8 GPUs "
+         "reach the network at 8 x 50 GB/s (tmath.comm.group_bandwidth).", _NET_LAT),
     Link("ICI-v5e", 50e9, 100e9, 1.0e-6, False, "ring", "芯片间（ICI，二维环面）",
          "每个 ICI 端口；每颗 v5e 4 个端口，共 400 GB/s（两个方向之和）", "google-tpu-v5e", None,
          "Per port: 400 GB/s bidirectional per chip / 4 ports / 2 directions. alpha: an "

@@ -196,6 +196,8 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
     Notation("M_arr", r"M_{\text{arr}}", "一次集合通信所作用的整个数组的字节数（all-reduce、all-to-all "
              "每卡的输入，all-gather 的输出，reduce-scatter 的输入）", assumptions=_POS),
     Notation("alpha", r"\alpha", "α–β 模型里集合通信每一步的固定延迟（秒）", assumptions=_POS),
+    Notation("L_link", r"L_{\text{link}}", "一次集合通信中最忙的那条链路单向承载的字节数", assumptions=_POS),
+    Notation("N_rep", r"N_{\text{rep}}", "一个模型副本占的卡数（数据并行组之外的切分：张量、流水线并行等）"),
     Notation("i", "i", "query 一侧的位置下标", assumptions=_INT),
     Notation("j", "j", "key 一侧的位置下标", assumptions=_INT),
     Notation("c", "c", "头编号，写成上标 $(c)$：$q_i^{(c)}$", assumptions=_INT),

@@ -26,8 +26,10 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    1F1B; full recomputation adds one layer's activations being recomputed.
 9. Step time: the FLOPs of the global batch (plus recomputation) spread evenly over the
    GPUs at the GPU's dense 16-bit peak, stretched by the bubble, plus every collective in
-   the α–β model on the link its axis rides (no overlap: an upper bound; ``step_time_overlap_s``
-   hides all communication: a lower bound).
+   NCCL's cost model (:func:`tmath.comm.nccl_time`: the fastest of its three protocols) on
+   the links its axis rides; a group spanning nodes with g members per node reaches the
+   network through g NICs (no overlap: an upper bound; ``step_time_overlap_s`` hides all
+   communication: a lower bound).
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 """
@@ -59,7 +61,9 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "激活按 tmath.memory.activation_bytes（FlashAttention，tp > 1 时开序列并行），乘以 1F1B 下该段同时在途的"
     "微批次数；整层重计算再加上正在重算的一层。",
     "步时：全局批的 FLOPs（含重计算）平均分到每张卡、按该卡的稠密 16 位峰值算，再按气泡拉长，加上每个集合通信"
-    "在其轴所走链路上的 α–β 时间（不与计算重叠：上界）。",
+    "在其轴所走链路上按 NCCL 成本模型的时间（三种协议取最快的；"
+    "跨机的组每台机器有 g 个组员时经 g 张网卡出机器；"
+    "不与计算重叠：上界）。",
     "可行性：每张卡的显存与数据手册容量比较，另留 5 GB 工作区。",
 )
 
@@ -99,6 +103,39 @@ def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
     fd, fm = split(full)
     return {"dense": dense, "moe": moe, "recomputed_layer": max(fd, fm), "checked": a.checked,
             "block": a.block}
+
+
+def _members_per_node(lay: Any, c: Any) -> int:
+    """How many members of collective ``c``'s group (the one holding rank 0) share a node.
+
+    The group's rank offsets follow the layout's strides (tp fastest, then cp, ep/dp, pp);
+    a node holds ranks ``0 … gpus_per_node−1``.  A group on the intra-node link has all its
+    members there.
+    """
+    import itertools
+
+    if c.link != lay.inter_link or lay.intra_link == lay.inter_link:
+        return c.group
+    s = lay.strides
+    if c.axis == "tp":
+        factors = [(1, c.group)]
+    elif c.axis == "cp":
+        factors = [(s["cp"], lay.cp)]
+    elif c.axis == "ep":
+        factors = [(s["ep"], lay.ep)]
+    elif c.axis == "pp":
+        factors = [(s["pp"], 2)]
+    elif c.group == lay.dp_group:
+        factors = [(s["cp"], lay.cp), (s["dp"], lay.dp)]
+    else:  # the routed experts' DP group: every ep-th DP rank
+        factors = [(s["cp"], lay.cp), (s["dp"] * lay.ep, lay.dp // lay.ep)]
+    offsets = [sum(i * st for i, (st, _) in zip(idx, factors, strict=True))
+               for idx in itertools.product(*(range(size) for _, size in factors))]
+    here = sum(1 for o in offsets if o < lay.gpus_per_node)
+    g = max(1, here)
+    while c.group % g:  # an uneven split: count the node by its largest even share
+        g -= 1
+    return g
 
 
 def build_plan(
@@ -168,10 +205,18 @@ def build_plan(
     coll_rows = []
     for c in colls:
         lk = link(c.link)
-        t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
-                                 alpha=lk.alpha, topology=lk.topology)
+        per_node = _members_per_node(lay, c)
+        if lk.step_latency is None:  # not an NCCL link (TPU ICI): the plain α–β model
+            t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
+                                     alpha=lk.alpha, topology=lk.topology)
+        else:
+            spans = per_node < c.group and c.link == lay.inter_link
+            t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lay.intra_link,
+                               inter=lay.inter_link if spans else None,
+                               per_node=per_node if spans else None)
         comm_s[c.axis] += c.count * t
-        coll_rows.append({**c.as_dict(), "seconds_each": t, "seconds": c.count * t})
+        coll_rows.append({**c.as_dict(), "per_node": per_node, "seconds_each": t,
+                          "seconds": c.count * t})
     comm_total = sum(comm_s.values())
 
     # compute
@@ -351,7 +396,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         "一个优化器步的时间估计：",
         f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
         f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
-        f"  通信（α–β，不重叠）         {sum(plan['comm_time_s'].values()):.4g} s",
+        f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
         f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
         f"  由此的 MFU                  {plan['mfu']:.1%}",

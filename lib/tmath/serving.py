@@ -399,8 +399,10 @@ def critical_batch(
 
 #: NCCL's fixed cost per collective in its own cost model (``baseLat`` of the ring algorithm
 #: with the LL protocol, src/graph/tuning.cc; :data:`tmath.sources` key ``nccl-tuning``), on
-#: top of the per-step latency α of the link.  A model constant, not a measurement; pass it
-#: as ``base_latency`` to :func:`decode_step` for the pessimistic end of the α–β bound.
+#: top of the per-step latency and bandwidth of the protocol NCCL runs for the message
+#: (:func:`tmath.comm.nccl_time` without its base latency: LL for a decode step's few KB).
+#: A model constant, not a measurement; pass it as ``base_latency`` to :func:`decode_step` for
+#: the pessimistic end of the α–β bound.
 NCCL_BASE_LATENCY = 6.6e-6
 
 
@@ -468,8 +470,11 @@ def _tp_all_reduce(cfg: Any, hw: Hardware, tp: int, tokens: int, act_bytes: floa
     nbytes = math.ceil(tokens * cfg.hidden_size * act_bytes)
     if tp == 1:
         return 0, nbytes, 0.0, lk.name
-    one = comm.collective_time("all_reduce", nbytes, tp, bandwidth=lk.bandwidth, alpha=lk.alpha,
-                               topology=lk.topology) + base_latency
+    if lk.step_latency is None:  # not an NCCL link: the plain α–β model
+        one = comm.collective_time("all_reduce", nbytes, tp, bandwidth=lk.bandwidth,
+                                   alpha=lk.alpha, topology=lk.topology) + base_latency
+    else:  # NCCL's per-step latency and bandwidth of the fastest protocol for this size
+        one = comm.nccl_time("all_reduce", nbytes, tp, intra=lk, base=False) + base_latency
     return 2 * cfg.num_layers, nbytes, one, lk.name
 
 

@@ -73,6 +73,7 @@ CITATIONS: dict[str, str] = {
     "megatron-core-tp-layers": "NVIDIA《Megatron-LM 源码：tensor_parallel/layers.py》",
     "microsoft2020supercomputer": "Microsoft（2020）《OpenAI 超级计算机发布文》",
     "narayanan2021megatron": "Narayanan 等（2021）《Megatron-LM on GPU Clusters》",
+    "nccl-issue-812": "NVIDIA《NCCL issue 812：DGX A100 上 all-reduce 的总线带宽》",
     "nccl-tuning": "NVIDIA《NCCL 源码：graph/tuning.cc》",
     "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
     "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
@@ -613,10 +614,22 @@ register(
     "NCCL source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms and "
     "protocols (baseLat, hwLat)",
     "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
-    "Per-step latency of the ring algorithm with the LL (low-latency) protocol: NVLink "
-    "0.6 us, PCI 1.0 us, network 2.7 us (hwLat), plus a base latency of 6.6 us per "
-    "collective; ring all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1. "
-    "Model constants, not measurements.",
+    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLatencies) NVLink "
+    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us; base latency "
+    "per collective (baseLatencies) 6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL gets 1/4 of it "
+    "(1/3 for a one-node all-gather or reduce-scatter), LL128 0.92, Simple all.  Ring "
+    "all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1; across nodes "
+    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest the "
+    "intra-node one.  Model constants, not measurements.",
+)
+register(
+    "nccl-issue-812",
+    "NVIDIA/nccl issue 812, \"Why Tree has better bandwidth performance than Ring on only 2 "
+    "DGX-A100?\" (comment by NVIDIA's AddyLaddy, 2023-03-31)",
+    "https://github.com/NVIDIA/nccl/issues/812",
+    "\"On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure 192GB/s "
+    "AllReduce BusBW\": a multi-node ring spreads a node's traffic over all its NICs (8 x 25 GB/s "
+    "= 200 GB/s, measured 96 % of it).",
 )
 register(
     "narayanan2021megatron",

@@ -25,7 +25,8 @@ def _collectives_1() -> float:
 
 @answer("ex-collectives-2", rel_tol=0.01, unit="微秒")
 def _collectives_2() -> float:
-    """α–β time of a 64e6-byte all-reduce over 8 H100s on NVLink 4, in microseconds."""
+    """α–β time of a 64e6-byte all-reduce over 8 H100s on NVLink 4, in microseconds
+    (α = NCCL's Simple per-step latency, the link's ``alpha``)."""
     from tmath import comm, hardware
 
     nv = hardware.link("NVLink4")
@@ -35,7 +36,8 @@ def _collectives_2() -> float:
 
 @answer("ex-collectives-3", rel_tol=0.01, unit="字节")
 def _collectives_3() -> float:
-    """Array size at which latency and bandwidth terms of an 8-GPU PCIe 5 all-reduce are equal."""
+    """Array size at which latency and bandwidth terms of an 8-GPU PCIe 5 all-reduce are equal
+    (α = NCCL's Simple per-step latency on PCIe, 5.7 us)."""
     from tmath import hardware
 
     pcie = hardware.link("PCIe5x16")
@@ -89,12 +91,12 @@ def _data_1_gb() -> float:
 
 @answer("ex-data-1/s", rel_tol=0.01, unit="s")
 def _data_1_s() -> float:
-    """The same over InfiniBand NDR, α–β model, seconds."""
-    from tmath import comm, hardware
+    """The same across 8 nodes of 8 (InfiniBand NDR, one NIC per GPU: 8 DP ranks per node
+    leave through 8 NICs), NCCL's cost model, seconds."""
+    from tmath import comm
 
-    ib = hardware.link("IB-NDR")
-    return sum(comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=ib.bandwidth,
-                                    alpha=ib.alpha) * c.count for c in _llama70_dp64().collectives())
+    return sum(comm.nccl_time(c.kind, c.nbytes, c.group, intra="NVLink4", inter="IB-NDR",
+                              per_node=8) * c.count for c in _llama70_dp64().collectives())
 
 
 def _zero_ratio(stage: int) -> float:
@@ -121,11 +123,13 @@ def _data_2_zero2() -> float:
 
 @answer("ex-data-3", rel_tol=0.01, unit="个 token")
 def _data_3() -> float:
-    """Tokens per GPU per step at which compute equals the IB all-reduce, H100 peak, 64 GPUs."""
-    from tmath import hardware
+    """Tokens per GPU per step at which compute equals the all-reduce, H100 peak, 64 GPUs on
+    8 nodes (8 NICs per node: 400 GB/s), α ignored."""
+    from tmath import comm, hardware
 
-    h100, ib = hardware.hardware("H100"), hardware.link("IB-NDR")
-    return (64 - 1) / 64 * 2 * h100.dense_flops / (3 * ib.bandwidth)
+    h100 = hardware.hardware("H100")
+    w = comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=8)
+    return (64 - 1) / 64 * 2 * h100.dense_flops / (3 * w)
 
 
 @answer("ex-data-4/zero2", rel_tol=0.01, unit="GB")
@@ -144,13 +148,32 @@ def _data_4_zero3() -> float:
     return 7.5e9 * zero_bytes_per_param("mixed-adam", 3, 1024) / 1e9
 
 
-@answer("ex-data-5", rel_tol=0.01, unit="s")
-def _data_5() -> float:
-    """GPT-3 gradient sync per step, 16 GPUs per replica, 6.25 GB/s per GPU, fp16."""
+def _gpt3_replica_gpus() -> int:
+    """Fewest V100-32GB per GPT-3 replica for its model states (16 bytes per parameter), in
+    whole 8-GPU servers."""
+    import math
+
+    from tmath import count_params, hardware, preset
+
+    p = count_params(preset("gpt3-175b")).total
+    return 8 * math.ceil(16 * p / hardware.hardware("V100").hbm_bytes / 8)
+
+
+@answer("ex-data-5/gpus", count=True, unit="张卡")
+def _data_5_gpus() -> float:
+    """GPUs per GPT-3 replica: model states (16 B/param) over 32 GiB, rounded up to servers of 8."""
+    return _gpt3_replica_gpus()
+
+
+@answer("ex-data-5/s", rel_tol=0.01, unit="s")
+def _data_5_s() -> float:
+    """GPT-3 gradient sync per step with that replica size: one DP member per server, each GPU
+    6.25 GB/s of its server's 400 Gb/s, fp16 gradients, α ignored."""
     from tmath import comm, count_params, preset
 
     p = count_params(preset("gpt3-175b")).total
-    return float(comm.bytes_sent("all_reduce", 2 * p / 16, 10_000 // 16)) / 6.25e9
+    m = _gpt3_replica_gpus()
+    return float(comm.bytes_sent("all_reduce", 2 * p / m, 10_000 // m)) / 6.25e9
 
 
 # --- book/parallel/tensor ------------------------------------------------------------------
