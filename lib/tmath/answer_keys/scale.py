@@ -136,14 +136,16 @@ def _together_3() -> float:
 @answer("ex-together-4", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _together_4() -> float:
     """Smallest batch whose bf16 hidden states make one 8-GPU NVLink all-reduce's bandwidth
-    term exceed its latency term: B > n alpha W / (D b)."""
+    term exceed its latency term under NCCL's LL protocol: B > n alpha W / (D b)."""
     import math
 
     from tmath import preset
+    from tmath.comm import PROTOCOLS
     from tmath.hardware import link
 
-    lk, d = link("NVLink4"), preset("llama3-70b").hidden_size
-    return math.floor(8 * lk.alpha * lk.bandwidth / (d * 2)) + 1
+    lk, d, ll = link("NVLink4"), preset("llama3-70b").hidden_size, PROTOCOLS["LL"]
+    alpha, w = lk.step_latency[ll.index], lk.bandwidth * ll.efficiency
+    return math.floor(8 * alpha * w / (d * 2)) + 1
 
 
 @answer("ex-together-5", rel_tol=0.01, unit="ms")
