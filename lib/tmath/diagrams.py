@@ -464,7 +464,7 @@ def collectives(n: int = 4) -> Any:
         raise ValueError(f"n={n!r}：卡数取 2 到 {len(_GPU_COLORS)} 的整数")
     cw, ch = 0.8, 0.42  # chunk width and height
     gap = 0.2  # between GPU columns
-    label_w = 3.3
+    label_w = 3.7
     panel_w = n * (cw + gap)
     x_before = label_w
     x_after = x_before + panel_w + 1.0
@@ -482,7 +482,7 @@ def collectives(n: int = 4) -> Any:
         ax.add_patch(FancyBboxPatch((x, y), cw, ch, boxstyle="square,pad=0", facecolor=color,
                                     edgecolor=_EDGE, lw=0.7))
         if text:
-            ax.annotate(text, (x + cw / 2, y + ch / 2), ha="center", va="center", fontsize=7)
+            ax.annotate(text, (x + cw / 2, y + ch / 2), ha="center", va="center", fontsize=8)
 
     def panel(x0: float, top: float, cell: Any) -> None:
         """Draw n GPU columns; ``cell(g, c)`` gives (colour or None, text) of chunk c on GPU g."""
@@ -508,8 +508,8 @@ def collectives(n: int = 4) -> Any:
 
     for i, (kind, name, note) in enumerate(_COLLECTIVE_ROWS):
         top = height - 0.5 - i * row_h - 0.15
-        _lines(ax, 0.05, top - n * ch / 2 + 0.42, name, fontsize=8.5)
-        _note(ax, 0.05, top - n * ch / 2 - 0.34, note, fontsize=7.5)
+        _lines(ax, 0.05, top - n * ch / 2 + 0.46, name, fontsize=9.5)
+        _note(ax, 0.05, top - n * ch / 2 - 0.36, note, fontsize=8.5)
         before, after = before_after(kind)
         panel(x_before, top, before)
         panel(x_after, top, after)
@@ -518,7 +518,7 @@ def collectives(n: int = 4) -> Any:
         for g in range(n):
             for x0 in (x_before, x_after):
                 ax.annotate(f"GPU {g}", (x0 + g * (cw + gap) + cw / 2, top - n * ch - 0.12),
-                            ha="center", va="center", fontsize=6.5, color="#555555")
+                            ha="center", va="center", fontsize=7, color="#555555")
     for x0, title in ((x_before, "之前"), (x_after, "之后")):
         ax.annotate(title, (x0 + (panel_w - gap) / 2, height - 0.22), ha="center",
                     va="center", fontsize=9)
