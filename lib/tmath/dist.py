@@ -737,23 +737,34 @@ def _run_tp_block(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch:
             "max_err_input_grad": _close(x.grad, want_g)}
 
 
-def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-              layers: int, micro_batches: int, reshard_after_forward: bool) -> dict[str, Any]:
+def _dp_reference(n: int, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
+                  layers: int, micro_batches: int) -> tuple[Any, Any, Any]:
+    """For the data-parallel scenarios: a stack of ``layers`` Llama blocks, a copy of it to
+    shard or wrap, and every rank's micro-batches ``data[rank, j]``; the reference has run
+    them all, so its grads are the sum over ranks and micro-batches."""
     import copy
 
     import torch
     from torch import nn
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
 
-    n, r = ctx.world, ctx.rank
     torch.manual_seed(0)
     ref = nn.Sequential(*[_llama_block(d, heads, kv_heads, ffn) for _ in range(layers)])
     model = copy.deepcopy(ref)
     data = torch.randn(n, micro_batches, batch, seq, d)
-    for i in range(n):  # the reference: every rank's micro-batches, grads summed (then averaged)
+    for i in range(n):
         for j in range(micro_batches):
             ref(data[i, j]).pow(2).sum().backward()
+    return ref, model, data
+
+
+def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
+              layers: int, micro_batches: int, reshard_after_forward: bool) -> dict[str, Any]:
+
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    n, r = ctx.world, ctx.rank
+    ref, model, data = _dp_reference(n, d, heads, kv_heads, ffn, batch, seq, layers, micro_batches)
     mesh = init_device_mesh("cpu", (n,))
     with ctx.mode():
         ctx.phase = "setup"
@@ -780,20 +791,11 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
 
 def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
              layers: int, micro_batches: int, bucket_cap_mb: float | None) -> dict[str, Any]:
-    import copy
 
-    import torch
-    from torch import nn
     from torch.nn.parallel import DistributedDataParallel
 
     n, r = ctx.world, ctx.rank
-    torch.manual_seed(0)
-    ref = nn.Sequential(*[_llama_block(d, heads, kv_heads, ffn) for _ in range(layers)])
-    model = copy.deepcopy(ref)
-    data = torch.randn(n, micro_batches, batch, seq, d)
-    for i in range(n):  # the reference: every rank's micro-batches, grads summed (then averaged)
-        for j in range(micro_batches):
-            ref(data[i, j]).pow(2).sum().backward()
+    ref, model, data = _dp_reference(n, d, heads, kv_heads, ffn, batch, seq, layers, micro_batches)
     # when the backward reaches the first block, how many all-reduces are already on their way?
     seen: list[int] = []
 
