@@ -19,6 +19,15 @@ copying the page would get.  The shells are forked by ``tests/warm_runner.py`` (
 per pytest worker) from a process that has already imported NumPy, SymPy, matplotlib and
 tmath, so the test pays for the notebook's computations, not for starting a kernel again.
 
+nbval's kernels come from the same server (:class:`WarmProvisioner`): a Jupyter kernel that
+is started cold spends 3-5 s importing NumPy, SymPy, matplotlib and ipykernel before its
+first cell, 28 times a run. Forked from the warm server, each kernel is still a new process
+with an empty namespace, started with the command, folder and environment jupyter_client
+gives it, and nbval drives it over ZeroMQ and compares every output as with any kernel; the
+saved outputs it compares against were made by cold kernels (``make notebooks``), so a
+difference between the two would fail here. ``TMATH_COLD_KERNELS=1`` gives nbval cold
+kernels again.
+
 Visible means shown on the page, folded or not: a code cell is hidden when tagged
 ``remove-cell`` or ``remove-input`` (the setup cell is one).  Cells tagged
 ``raises-exception`` may raise; ``skip-execution`` cells are skipped, as nbval does.
@@ -78,6 +87,106 @@ def run_visible_code(path: Path) -> None:
     outcome = json.loads(line)
     if not outcome["ok"]:
         raise VisibleCodeError(path, outcome["error"])
+
+
+class _ForkedKernel:
+    """What jupyter_client's ``LocalProvisioner`` uses of ``subprocess.Popen``, for a kernel the
+    warm runner forked (its parent is the runner, which reaps it, so ``/proc`` tells if it lives)."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def _alive(self) -> bool:
+        try:
+            with open(f"/proc/{self.pid}/stat", encoding="ascii") as fh:
+                state = fh.read().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        return state not in ("Z", "X")  # a zombie has ended: the runner has not reaped it yet
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not self._alive():
+            self.returncode = 0  # the exit status went to the runner
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def kill(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGTERM)
+
+
+def _warm_provisioner_class():
+    from jupyter_client.provisioning import LocalProvisioner
+
+    class WarmProvisioner(LocalProvisioner):
+        """Launch the kernel by forking it from this worker's warm runner (tests/warm_runner.py)."""
+
+        async def launch_kernel(self, cmd, **kwargs):
+            if "ipykernel_launcher" not in cmd:  # not a python kernel of this venv: launch it cold
+                return await super().launch_kernel(cmd, **kwargs)
+            request = {"argv": list(cmd), "cwd": str(kwargs.get("cwd") or os.getcwd()),
+                       "env": dict(kwargs.get("env") or os.environ)}
+            server = _warm_runner()
+            server.stdin.write("kernel " + json.dumps(request) + "\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the warm runner stopped (exit status {server.wait()})")
+            pid = json.loads(line)["pid"]
+            self.process = _ForkedKernel(pid)
+            self.pid = self.pgid = pid  # the kernel calls setsid(): its pid is its group
+            self.cwd = request["cwd"]
+            return self.connection_info
+
+    return WarmProvisioner
+
+
+def _use_warm_kernels_in_nbval() -> None:
+    import uuid
+
+    import nbval.kernel
+    from jupyter_client.manager import KernelManager
+
+    provisioner = _warm_provisioner_class()
+
+    class WarmKernelManager(KernelManager):
+        async def _async_pre_start_kernel(self, **kw):
+            if self.provisioner is None:
+                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+                self.provisioner = provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                               parent=self)
+            return await super()._async_pre_start_kernel(**kw)
+
+    nbval.kernel.KernelManager = WarmKernelManager  # what nbval.kernel.start_new_kernel builds
+
+
+def pytest_configure(config):
+    if config.getoption("nbval", False) and os.environ.get("TMATH_COLD_KERNELS") != "1":
+        _use_warm_kernels_in_nbval()
 
 
 def pytest_unconfigure(config):

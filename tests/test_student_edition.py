@@ -334,3 +334,31 @@ def test_offline_site_tags_the_student_build(monkeypatch):
         app = App(tags=set())
         offline_site.setup(app)
         assert ("student" in app.tags) is tagged
+
+
+def test_chinese_search_index_keeps_its_words_in_a_set():
+    """book/_ext/offline_site.py: Sphinx 7.4 looks every word up in a list of all the English
+    words seen so far (a quadratic build); the extension makes it a set, same index."""
+    import warnings
+    from types import SimpleNamespace
+
+    import offline_site
+
+    with warnings.catch_warnings():  # jieba 0.42's regexes have invalid escapes (its problem)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sphinx.search import zh
+    original = zh.SearchChinese.latin_terms
+    try:
+        zh.SearchChinese.latin_terms = []
+        offline_site._index_chinese_in_linear_time(SimpleNamespace(config=SimpleNamespace(
+            html_search_language="en")))
+        assert isinstance(zh.SearchChinese.latin_terms, list), "only a Chinese index is touched"
+        offline_site._index_chinese_in_linear_time(SimpleNamespace(config=SimpleNamespace(
+            html_search_language="zh")))
+        assert isinstance(zh.SearchChinese.latin_terms, set)
+        search = zh.SearchChinese({})
+        words = search.split("注意力 uses KV caches and MoE layers")
+        assert {"KV", "MoE", "caches"} <= set(words) and "MoE" in search.latin_terms
+        assert [search.stem(w) for w in ("caches", "MoE", "layers")] == ["cach", "moe", "layer"]
+    finally:
+        zh.SearchChinese.latin_terms = original

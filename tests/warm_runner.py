@@ -22,6 +22,16 @@ Two ways to use it (stdlib, nbformat and IPython only, so any venv of the book c
   and prints one JSON line per notebook: ``{"path", "ok", "error", "seconds"}``.
 * ``python warm_runner.py --serve``: reads ``MODE PATH`` lines on stdin and answers each with
   that JSON line (the test suite keeps one such server per pytest worker).
+
+The server also starts Jupyter kernels for nbval: a line ``kernel {"argv", "cwd", "env"}``
+(the command, folder and environment jupyter_client would launch ``python -m
+ipykernel_launcher -f CONNECTION_FILE`` with) forks a child that becomes that kernel, in its
+own session, with that folder and environment, and the answer is ``{"pid": N}``. The child
+is what the launcher would be, minus the imports it would repeat: the runner's folder is
+dropped from ``sys.path`` (a kernel never has it), matplotlib's backend is the kernel's
+(inline, unless the environment names one), and it exits when the kernel does. The root
+``conftest.py`` hands the kernel to nbval (``WarmProvisioner``); nbval then talks to it over
+ZeroMQ as to any kernel, and compares every output with the saved one as before.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -36,11 +47,17 @@ import traceback
 HIDDEN_TAGS = frozenset({"remove-cell", "remove-input"})
 SETUP_HEADER = "# Setup (hidden on the website)"  # scripts/setup_cells.py's HEADER
 WARM = ("numpy", "sympy", "matplotlib", "matplotlib.pyplot", "IPython", "nbformat", "tmath",
-        "tmath.plots", "tmath.fmt", "tmath.nb", "myst_nb")
+        "tmath.plots", "tmath.fmt", "tmath.nb", "myst_nb", "ipykernel.kernelapp",
+        # three chapters run PyTorch and transformers in the kernel (crosscheck, memory,
+        # when-6pt-fails), twice each: ~9 s of imports a run, ~10 s once here
+        "torch", "transformers", "transformers.models.auto.modeling_auto")
+#: The backend ipykernel gives a kernel whose environment names none.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def warm_up() -> None:
-    """Import what nearly every chapter imports, before any fork (each child inherits it)."""
+    """Import what the chapters import, before any fork (each child inherits it)."""
     import importlib
 
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -73,6 +90,8 @@ def _run_in_child(path: str, mode: str, report: int) -> None:
     outcome = {"path": path, "ok": True, "error": ""}
     path = os.path.abspath(path)
     try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
@@ -157,13 +176,69 @@ def run_many(paths: list[str], mode: str, jobs: int) -> list[dict]:
     return done
 
 
+def _become_kernel(request: dict) -> None:
+    """In the forked child: become the kernel ``python -m ipykernel_launcher ARGS`` (never returns)."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server's reaper is not the kernel's
+        os.setsid()  # its own process group, as jupyter_client gives a kernel it launches
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # never write into the server's pipe to pytest
+            os.dup2(devnull, fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+        if "matplotlib" in sys.modules:  # imported under Agg before the fork
+            import matplotlib
+
+            matplotlib.rcParams["backend"] = os.environ.get("MPLBACKEND") or INLINE_BACKEND
+        argv = request["argv"]
+        args = argv[argv.index("ipykernel_launcher") + 1:]
+        import ipykernel_launcher
+        from ipykernel import kernelapp
+
+        sys.argv = [ipykernel_launcher.__file__, *args]
+        kernelapp.launch_new_instance(argv=args)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+#: Kernels this server forked and has not reaped yet.
+KERNELS: set[int] = set()
+
+
+def _reap_kernels(signum, frame) -> None:
+    """SIGCHLD: reap the kernels that ended (the notebook runs reap their own children)."""
+    for pid in list(KERNELS):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            KERNELS.discard(pid)
+
+
+def fork_kernel(request: dict) -> int:
+    pid = os.fork()
+    if pid == 0:
+        _become_kernel(request)
+    KERNELS.add(pid)
+    return pid
+
+
 def serve() -> None:
+    signal.signal(signal.SIGCHLD, _reap_kernels)
     for line in sys.stdin:
-        mode, _, path = line.strip().partition(" ")
-        if not path:
+        mode, _, arg = line.strip().partition(" ")
+        if not arg:
             continue
-        pid, r, t0 = start(path, mode)
-        print(json.dumps(finish(pid, r, t0, path)), flush=True)
+        if mode == "kernel":
+            print(json.dumps({"pid": fork_kernel(json.loads(arg))}), flush=True)
+            continue
+        pid, r, t0 = start(arg, mode)
+        print(json.dumps(finish(pid, r, t0, arg)), flush=True)
 
 
 def main() -> int:

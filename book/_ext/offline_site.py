@@ -58,8 +58,10 @@ class _LatinTerms(set):
         self.update(words)
 
 
-def _index_chinese_in_linear_time() -> None:
-    from sphinx.search import zh
+def _index_chinese_in_linear_time(app) -> None:
+    if not str(app.config.html_search_language or "").startswith("zh"):
+        return
+    from sphinx.search import zh  # imports jieba: only in a build that indexes Chinese
 
     terms = getattr(zh.SearchChinese, "latin_terms", None)
     if isinstance(terms, list):  # Sphinx 7.x; leave a newer Sphinx's own container alone
@@ -166,7 +168,7 @@ def setup(app):
     # Chapter titles with math appear in the navigation of every page, so every page
     # needs MathJax (Sphinx otherwise loads it only on pages whose body has math).
     app.set_html_assets_policy("always")
-    _index_chinese_in_linear_time()
+    app.connect("builder-inited", _index_chinese_in_linear_time)
     # Run after the theme and the extensions have added their assets.
     app.connect("html-page-context", _drop_thebe, priority=900)
     app.add_config_value("student_edition", os.environ.get("BOOK_EDITION") == "student", "env")
