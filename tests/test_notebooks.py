@@ -205,3 +205,45 @@ def test_nbval_waits_long_enough_on_a_loaded_machine():
     timeouts = re.search(r"TIMEOUTS \[(\d+)\] (\d+)", out)
     assert timeouts and int(timeouts[1]) >= 60 and int(timeouts[2]) > 5, out[-2000:]
     assert int(re.search(r"STARTUP (\d+)", out)[1]) >= 300
+
+
+def test_nbval_kernels_are_forked_warm_and_behave_like_cold_ones(tmp_path):
+    """The root conftest gives nbval kernels forked from the warm runner: each must still be a
+    new process in the folder and environment jupyter_client asks for, without the runner's
+    folder on sys.path, with the inline backend (else figures vanish), and gone after shutdown."""
+    import json
+    import os
+    import time
+
+    import nbval.kernel
+
+    warm = os.environ.get("TMATH_COLD_KERNELS") != "1"
+    assert (nbval.kernel.KernelManager.__name__ == "WarmKernelManager") == warm
+    km, kc = nbval.kernel.start_new_kernel(kernel_name=nbval.kernel.CURRENT_ENV_KERNEL_NAME,
+                                           cwd=str(tmp_path), env={**os.environ, "TMATH_PROBE": "42"})
+    printed = []
+    try:
+        kc.execute_interactive(
+            "import json, os, sys, matplotlib\n"
+            "print(json.dumps([os.getpid(), os.getcwd(), os.environ.get('TMATH_PROBE'),"
+            " matplotlib.get_backend(), [p for p in sys.path if p.endswith('tests')],"
+            " 'torch' in sys.modules]))",
+            output_hook=lambda m: m["msg_type"] == "stream" and printed.append(m["content"]["text"]),
+            timeout=120)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    pid, cwd, probe, backend, tests_on_path, torch_loaded = json.loads(printed[0])
+    assert pid != os.getpid() and cwd == str(tmp_path) and probe == "42"
+    assert backend == "module://matplotlib_inline.backend_inline" and not tests_on_path
+    assert torch_loaded == warm  # imported before the fork, never by this cell
+    for _ in range(100):  # the runner reaps it at once; a zombie counts as gone
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                if fh.read().rpartition(")")[2].split()[0] in "ZX":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"kernel {pid} still runs after shutdown")
