@@ -66,13 +66,39 @@ def _inside(node: NavigableString | Tag, selectors: tuple[str, ...]) -> bool:
     return False
 
 
-def _prose_strings(html: str, skip: tuple[str, ...] = CODE_OR_MATH) -> list[NavigableString]:
+def _matches(el: Tag, selectors: tuple[str, ...]) -> bool:
+    """Whether ``el`` itself matches one of the simple selectors (a tag name or ``.class``)."""
+    classes = el.get("class") or ()
+    return any(sel[1:] in classes if sel.startswith(".") else el.name == sel for sel in selectors)
+
+
+def _strings_outside(html: str, skip: tuple[str, ...],
+                     marks: tuple[tuple[str, ...], ...] = ()) -> list[tuple[NavigableString, frozenset]]:
+    """The page body's non-blank text nodes that are not inside an element matching ``skip``,
+    in document order, each with the indices of the ``marks`` (selector groups) it is inside.
+
+    One walk of the tree (asking :func:`_inside` of every text node walks its ancestors again,
+    for every check: a few seconds a site)."""
     soup = _soup(html)
+    found: list[tuple[NavigableString, frozenset]] = []
+
+    def walk(el: Tag, inside: frozenset) -> None:
+        for child in el.children:
+            if isinstance(child, Tag):
+                if not _matches(child, skip):
+                    walk(child, inside | {i for i, m in enumerate(marks) if _matches(child, m)})
+            elif type(child) is NavigableString and child.strip():
+                found.append((child, inside))
+
     root = soup.body or soup
-    return [
-        s for s in root.find_all(string=True)
-        if s.strip() and not _inside(s, skip) and type(s) is NavigableString
-    ]
+    walk(root, frozenset(i for i, m in enumerate(marks) if isinstance(root, Tag) and _matches(root, m)))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _prose_strings(html: str, skip: tuple[str, ...] = CODE_OR_MATH) -> list[NavigableString]:
+    """Text nodes of the body outside ``skip`` (code and math by default); shared, do not change."""
+    return [s for s, _ in _strings_outside(html, skip)]
 
 
 def _context(text: str, start: int, end: int, width: int = 20) -> str:
@@ -286,12 +312,12 @@ _NEG_ZERO = re.compile(r"(?<![\w.])[−-]0(?:\.0*)?(?![\d.])")
 _PY_OPERATOR = re.compile(r"[\w)\]]\s?\*\*?\s?[\w(]")
 
 
+@functools.lru_cache(maxsize=4)
 def _shown_strings(html: str) -> list[NavigableString]:
-    soup = _soup(html)
-    root = soup.body or soup
-    return [s for s in root.find_all(string=True)
-            if s.strip() and type(s) is NavigableString and not _inside(s, _SHOWN_SKIP)
-            and (_inside(s, (".cell_output",)) or not _inside(s, (".highlight",)))]
+    """Text nodes a reader sees as a result (above): a ``.highlight`` box counts only inside a
+    cell's output.  Shared, do not change."""
+    return [s for s, inside in _strings_outside(html, _SHOWN_SKIP, ((".cell_output",), (".highlight",)))
+            if 0 in inside or 1 not in inside]
 
 
 def negative_zero(html: str) -> list[str]:
