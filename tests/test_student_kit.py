@@ -16,6 +16,7 @@ example) into a ``grades.csv`` written here by hand.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -182,7 +183,9 @@ def _full_labels() -> list[str]:
     return labels()
 
 
+@functools.cache
 def _full_edition_texts() -> tuple[list[str], list[str]]:
+    """(kept, removed) texts of the whole full edition (computed once per session: read-only)."""
     kept, removed = [], []
     for path in FULL_NOTEBOOKS:
         k, r = solution_texts(nbformat.read(path, as_version=4))
@@ -191,11 +194,12 @@ def _full_edition_texts() -> tuple[list[str], list[str]]:
     return kept, removed
 
 
-def solution_sentences() -> set[str]:
+@functools.cache
+def solution_sentences() -> frozenset[str]:
     """Sentences (``_sentences``, as the student site's scan) that only the solutions hold."""
     kept, removed = _full_edition_texts()
     outside = _sentences(kept)
-    return {s for s in _sentences(removed) if not any(s in o for o in outside)}
+    return frozenset(s for s in _sentences(removed) if not any(s in o for o in outside))
 
 
 def kit_texts(kit: Path, scratch: Path) -> dict[str, str]:
@@ -226,12 +230,19 @@ def kit_texts(kit: Path, scratch: Path) -> dict[str, str]:
     return texts
 
 
-def test_kit_holds_no_solution_text_and_the_scan_finds_it_in_the_full_edition(kit, tmp_path):
+@pytest.fixture(scope="module")
+def kit_text(kit, tmp_path_factory) -> dict[str, str]:
+    """:func:`kit_texts` of the module's kit, read once for both scans."""
+    return kit_texts(kit, tmp_path_factory.mktemp("kit-texts"))
+
+
+def test_kit_holds_no_solution_text_and_the_scan_finds_it_in_the_full_edition(kit_text):
     secrets = solution_sentences()
     assert len(secrets) > 100, "expected many solution sentences in the full edition"
-    found_in_full = {p.name for p in FULL_NOTEBOOKS if any(s in served_text(p) for s in secrets)}
+    served = {p.name: served_text(p) for p in FULL_NOTEBOOKS}  # each notebook read once
+    found_in_full = {name for name, text in served.items() if any(s in text for s in secrets)}
     assert len(found_in_full) >= len(CHAPTERS), f"the scan sees solutions in only {found_in_full}"
-    texts = kit_texts(kit, tmp_path)
+    texts = kit_text
     assert sum(k.endswith(".ipynb") for k in texts) == 2 * len(FULL_NOTEBOOKS), "folder and zip"
     assert sum(k.endswith(".whl:tmath/exercises.py") for k in texts) == 2, "wheel in folder and zip"
     leaks = {name: hits[:2] for name, text in texts.items() if (hits := [s for s in secrets if s in text])}
@@ -270,31 +281,49 @@ def written_forms(value: float) -> set[str]:
 
 
 def _pattern(*forms: str) -> re.Pattern:
-    """Any of ``forms`` standing as a number of its own (not inside 132.08 or a hex digest)."""
+    """Any of ``forms`` standing as a number of its own (not inside 132.08 or a hex digest).
+
+    The lookahead on the forms' first characters changes no match (every alternative starts
+    with one of them); it only spares the regex engine trying thousands of alternatives at
+    each of the millions of positions that hold no digit."""
     alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(r"(?<![\w.,])(" + alternatives + r")(?![\w]|[.,]\d)")
+    first = "".join(sorted({re.escape(f[0]) for f in forms}))
+    return re.compile(r"(?<![\w.,])(?=[" + first + r"])(" + alternatives + r")(?![\w]|[.,]\d)")
+
+
+class _Scanner:
+    """Finds the written forms of keys in texts: the regex is built once, for every text."""
+
+    def __init__(self, forms: dict[str, set[str]]):
+        self.owners: dict[str, list[str]] = {}
+        for label, fs in forms.items():
+            for f in fs:
+                self.owners.setdefault(f, []).append(label)
+        self.pattern = _pattern(*self.owners) if self.owners else None
+
+    def __call__(self, text: str) -> dict[str, set[str]]:
+        """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
+        hits: dict[str, set[str]] = {}
+        if self.pattern is None:
+            return hits
+        for m in self.pattern.finditer(text):
+            for label in self.owners[m.group(1)]:
+                hits.setdefault(label, set()).add(m.group(1))
+        return hits
 
 
 def _found(forms: dict[str, set[str]], text: str) -> dict[str, set[str]]:
     """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
-    owners: dict[str, list[str]] = {}
-    for label, fs in forms.items():
-        for f in fs:
-            owners.setdefault(f, []).append(label)
-    hits: dict[str, set[str]] = {}
-    if not owners:
-        return hits
-    for m in _pattern(*owners).finditer(text):
-        for label in owners[m.group(1)]:
-            hits.setdefault(label, set()).add(m.group(1))
-    return hits
+    return _Scanner(forms)(text)
 
 
-def _key_forms() -> dict[str, set[str]]:
+@functools.cache
+def _key_forms() -> dict[str, frozenset[str]]:
+    """Every key's written forms (computed once per session: keys are pure functions)."""
     import tmath.exercises as ex
 
     _full_labels()
-    return {label: written_forms(key.compute()) for label, key in ex._KEYS.items()}
+    return {label: frozenset(written_forms(key.compute())) for label, key in ex._KEYS.items()}
 
 
 def test_written_forms_of_a_key():
@@ -307,7 +336,7 @@ def test_written_forms_of_a_key():
         "ex-a": {"32.08"}, "ex-b": {"125,226,240"}}
 
 
-def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit, tmp_path):
+def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit_text):
     kept, removed = _full_edition_texts()
     forms = _key_forms()
     # A value the book prints outside any solution, in any form, is public anyway (a table, a
@@ -319,10 +348,11 @@ def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit,
     print(f"\n{len(secret)} key values scanned; printed outside solutions in the full edition: "
           f"{ {k: sorted(v) for k, v in sorted(shown.items())} }; "
           f"too short to scan: {sorted(k for k, fs in forms.items() if not fs)}")
-    in_solutions = _found(secret, "\n".join(removed))
+    scan = _Scanner(secret)
+    in_solutions = scan("\n".join(removed))
     assert len(in_solutions) >= 40, f"the scan finds only {len(in_solutions)} key values in the solutions"
     leaks = {name: sorted(f"{k}={v}" for k, vs in hits.items() for v in vs)[:3]
-             for name, text in kit_texts(kit, tmp_path).items() if (hits := _found(secret, text))}
+             for name, text in kit_text.items() if (hits := scan(text))}
     assert not leaks, f"key values in the kit: {leaks}"
 
 
@@ -458,8 +488,9 @@ def test_grade_worked_example(tmp_path):
     assert "ex-tour-1：没有读到答案：答案单元格运行出错（NameError" in bob
     alice = (tmp_path / "grades" / "feedback" / "alice.md").read_text(encoding="utf-8")
     assert "ex-tour-4：✗ 还不对" in alice and "ex-tour-5：未作答" in alice
+    scan = _Scanner(_key_forms())
     for text in (alice, bob):
-        assert not _found(_key_forms(), text)
+        assert not scan(text)
     assert (tmp_path / "grades" / "autograded" / "bob" / "tour.ipynb").is_file()
 
 
