@@ -1,7 +1,8 @@
 """The course kit (``make student-kit``) and the teacher's grader (``python -m tmath grade``).
 
 The kit is built into a temporary folder and installed into a fresh venv with only
-its wheel and its pinned requirements (``pip install --no-deps``, from pip's cache);
+its wheel and its pinned requirements (``pip install --no-deps``, from pip's cache;
+``pip check`` proves the pins closed);
 every student notebook runs there, two at a time, except the ones that need PyTorch,
 which are listed by the same rule the setup cells use (``setup_cells.needs_torch``)
 and named in the kit's README: installing the CPU build of torch and transformers
@@ -21,8 +22,11 @@ import io
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -57,22 +61,64 @@ def _clean_env(extra: dict | None = None) -> dict:
     return env
 
 
+def _pip(python: Path) -> list[str]:
+    """pip acting on the venv of ``python`` (which has no pip of its own)."""
+    return [sys.executable, "-m", "pip", "--python", str(python)]
+
+
+#: Where the kit venv goes when the machine has a RAM disk that may hold programs.
+RAM_DISK = Path("/dev/shm")
+RAM_PREFIX = "tmath-kit-venv-"
+
+
+def _venv_home(tmp_path_factory) -> tuple[Path, bool]:
+    """(a new empty folder for the kit venv, whether it is on the RAM disk).
+
+    The venv is 22,000 files, half a gigabyte. On a RAM disk pip writes them in about half
+    the CPU time, and deleting them takes a third of a second; on an ext4 disk mounted with
+    ``discard`` deleting them took 45 s, paid by a later pytest session when it prunes old
+    temporary folders. The venv is as fresh either way: only where its files live differs.
+    """
+    try:
+        fs = os.statvfs(RAM_DISK)
+        usable = (not fs.f_flag & os.ST_NOEXEC and fs.f_bavail * fs.f_frsize > 4 * 2**30
+                  and os.access(RAM_DISK, os.W_OK))
+    except OSError:
+        usable = False
+    if not usable:
+        return tmp_path_factory.mktemp("kit-venv"), False
+    for stale in RAM_DISK.glob(f"{RAM_PREFIX}*-*"):  # left by a session that was killed
+        pid = stale.name.removeprefix(RAM_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{RAM_PREFIX}{os.getpid()}-", dir=RAM_DISK)), True
+
+
 @pytest.fixture(scope="module")
-def kit_python(kit, tmp_path_factory) -> Path:
-    """A fresh venv holding only the kit's wheel and its pinned requirements."""
-    venv = tmp_path_factory.mktemp("kit-venv") / "venv"
-    start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    wheel = next(kit.glob("tmath-*.whl"))
-    proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-         "-r", str(kit / "requirements.txt"), str(wheel)],
-        capture_output=True, text=True, env=_clean_env(),
-    )
-    assert proc.returncode == 0, proc.stderr[-5000:]
-    print(f"\nkit venv installed in {time.monotonic() - start:.0f} s")
-    return python
+def kit_python(kit, tmp_path_factory):
+    """A fresh venv holding only the kit's wheel and its pinned requirements.
+
+    The venv is made without pip (ensurepip would install and byte-compile a pip of its own,
+    seconds of the fixture): this process's pip installs into it (``pip --python``) and
+    checks it; nothing but the kit's pins and wheel is in it, not even pip."""
+    home, in_ram = _venv_home(tmp_path_factory)
+    venv = home / "venv"
+    try:
+        start = time.monotonic()
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        wheel = next(kit.glob("tmath-*.whl"))
+        proc = subprocess.run(
+            [*_pip(python), "install", "--quiet", "--no-deps", "--no-compile",
+             "-r", str(kit / "requirements.txt"), str(wheel)],
+            capture_output=True, text=True, env=_clean_env(),
+        )
+        assert proc.returncode == 0, proc.stderr[-5000:]
+        print(f"\nkit venv installed in {time.monotonic() - start:.0f} s ({venv})")
+        yield python
+    finally:
+        if in_ram:  # half a gigabyte of memory: give it back now
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def test_make_student_kit_writes_a_folder_and_its_zip(kit):
@@ -98,7 +144,7 @@ def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit,
             "ipykernel"} <= names
     assert not names & {"jupyter-book", "playwright", "torch", "transformers", "pytest", "nbval", "ruff",
                         "sphinx-book-theme", "pypdf", "hypothesis"}
-    check = subprocess.run([str(kit_python), "-m", "pip", "check"], capture_output=True, text=True)
+    check = subprocess.run([*_pip(kit_python), "check"], capture_output=True, text=True, env=_clean_env())
     assert check.returncode == 0, f"the pinned set is not closed:\n{check.stdout}"
 
 
@@ -465,13 +511,80 @@ def _grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedPro
     )
 
 
-def test_grade_worked_example(tmp_path):
+class _GradingRun:
+    """``python -m tmath grade`` started now, in a process of its own, and waited for later."""
+
+    def __init__(self, folder: Path, *args: str):
+        self.folder = folder
+        self.proc = subprocess.Popen([sys.executable, "-m", "tmath", "grade", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def wait(self) -> subprocess.CompletedProcess:
+        out, err = self.proc.communicate(timeout=900)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:  # its test did not run to the end (-x, an error before it)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.communicate()
+
+
+def _grade_worked_example(folder: Path) -> _GradingRun:
     """Two fake submissions, one partly right and one that crashes: the README's example."""
-    submitted = tmp_path / "submitted"
+    submitted = folder / "submitted"
     for student, nb in (("alice", _submission(ALICE)), ("bob", _submission(BOB, BOB_SCRATCH))):
         (submitted / student).mkdir(parents=True)
         nbformat.write(nb, submitted / student / "tour.ipynb")
-    proc = _grade(submitted, tmp_path / "grades" / "grades.csv", "--jobs", "2")
+    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades" / "grades.csv"), "--jobs", "2")
+
+
+#: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
+#: 20 seconds it waits cost no CPU: the rest of the module runs meanwhile).
+FOREVER = "import time\nwhile True:\n    time.sleep(0.1)"
+
+
+def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _GradingRun:
+    submitted = folder / "submitted"
+    submitted.mkdir()
+    (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
+    nbformat.write(_submission({}, {"ex-tour-2": FOREVER}), submitted / "dave.ipynb")
+    (submitted / "erin").mkdir()
+    (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
+    with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
+        z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
+    (submitted / ".DS_Store").write_bytes(b"\0")
+    release = folder / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
+    release.mkdir(parents=True)
+    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
+    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", "20",
+                       "--jobs", "2", "--release", str(release.parent))
+
+
+#: The grading runs, by the test that checks each: they start with the module (a run is mostly
+#: kernels starting and a timeout waiting), while the kit is built, installed and scanned.
+GRADING_RUNS = {
+    "test_grade_worked_example": _grade_worked_example,
+    "test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder":
+        _grade_a_timeout_a_non_notebook_and_an_empty_folder,
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def grading(request, tmp_path_factory):
+    """{test name: its :class:`_GradingRun`}, for the grading tests this session runs."""
+    here = request.module
+    selected = {item.name for item in request.session.items if getattr(item, "module", None) is here}
+    runs = {name: start(tmp_path_factory.mktemp("grade")) for name, start in GRADING_RUNS.items()
+            if name in selected}
+    yield runs
+    for run in runs.values():
+        run.stop()
+
+
+def test_grade_worked_example(grading):
+    """Two fake submissions, one partly right and one that crashes: the README's example."""
+    run = grading["test_grade_worked_example"]
+    proc, tmp_path = run.wait(), run.folder
     assert proc.returncode == 0, proc.stderr
     raw = (tmp_path / "grades" / "grades.csv").read_bytes()
     assert raw.startswith("\ufeff".encode()), "a byte-order mark, for spreadsheet programs"
@@ -494,21 +607,9 @@ def test_grade_worked_example(tmp_path):
     assert (tmp_path / "grades" / "autograded" / "bob" / "tour.ipynb").is_file()
 
 
-def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(tmp_path):
-    submitted = tmp_path / "submitted"
-    submitted.mkdir()
-    (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
-    nbformat.write(_submission({}, {"ex-tour-2": "while True:\n    pass"}), submitted / "dave.ipynb")
-    (submitted / "erin").mkdir()
-    (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
-    with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
-        z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
-    (submitted / ".DS_Store").write_bytes(b"\0")
-    release = tmp_path / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
-    release.mkdir(parents=True)
-    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
-    proc = _grade(submitted, tmp_path / "grades.csv", "--timeout", "20", "--jobs", "2",
-                  "--release", str(release.parent))
+def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(grading):
+    run = grading["test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder"]
+    proc, tmp_path = run.wait(), run.folder
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig")
     rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
