@@ -12,6 +12,9 @@ any sentence of any solution and for any key value, and the same scans are shown
 find them in the full edition; the kit's ``tmath.check`` is run on every key, right
 and wrong answers.  The grader turns two fake submissions (the README's worked
 example) into a ``grades.csv`` written here by hand.
+
+What mostly waits starts with the module and runs behind the tests that need none of it
+(:func:`_start_the_slow_work`): the two grading runs and the venv's install.
 """
 
 from __future__ import annotations
@@ -94,31 +97,65 @@ def _venv_home(tmp_path_factory) -> tuple[Path, bool]:
     return Path(tempfile.mkdtemp(prefix=f"{RAM_PREFIX}{os.getpid()}-", dir=RAM_DISK)), True
 
 
-@pytest.fixture(scope="module")
-def kit_python(kit, tmp_path_factory):
-    """A fresh venv holding only the kit's wheel and its pinned requirements.
+class _VenvInstall:
+    """The kit venv, its install started now in a process of its own and waited for later.
 
     The venv is made without pip (ensurepip would install and byte-compile a pip of its own,
     seconds of the fixture): this process's pip installs into it (``pip --python``) and
     checks it; nothing but the kit's pins and wheel is in it, not even pip."""
-    home, in_ram = _venv_home(tmp_path_factory)
-    venv = home / "venv"
-    try:
-        start = time.monotonic()
+
+    def __init__(self, kit: Path, tmp_path_factory):
+        self.home, self.in_ram = _venv_home(tmp_path_factory)
+        venv = self.home / "venv"
+        self.python = venv / "bin" / "python"
+        self.start = time.monotonic()
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        wheel = next(kit.glob("tmath-*.whl"))
-        proc = subprocess.run(
-            [*_pip(python), "install", "--quiet", "--no-deps", "--no-compile",
-             "-r", str(kit / "requirements.txt"), str(wheel)],
-            capture_output=True, text=True, env=_clean_env(),
+        self.proc = subprocess.Popen(
+            [*_pip(self.python), "install", "--quiet", "--no-deps", "--no-compile",
+             "-r", str(kit / "requirements.txt"), str(next(kit.glob("tmath-*.whl")))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean_env(),
+            start_new_session=True,
         )
-        assert proc.returncode == 0, proc.stderr[-5000:]
-        print(f"\nkit venv installed in {time.monotonic() - start:.0f} s ({venv})")
-        yield python
-    finally:
-        if in_ram:  # half a gigabyte of memory: give it back now
-            shutil.rmtree(home, ignore_errors=True)
+
+    def wait(self) -> Path:
+        _, err = self.proc.communicate(timeout=1800)
+        assert self.proc.returncode == 0, err[-5000:]
+        print(f"\nkit venv installed in {time.monotonic() - self.start:.0f} s ({self.python.parents[1]})")
+        return self.python
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.communicate()
+        if self.in_ram:  # half a gigabyte of memory: give it back now
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def kit_install(kit, tmp_path_factory):
+    install = _VenvInstall(kit, tmp_path_factory)
+    yield install
+    install.close()
+
+
+@pytest.fixture(scope="module")
+def kit_python(kit_install) -> Path:
+    """A fresh venv holding only the kit's wheel and its pinned requirements."""
+    return kit_install.wait()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start_the_slow_work(request):
+    """At the module's start, start what mostly waits, for the tests this session runs: the
+    grading runs (kernels starting, a notebook timing out), then the kit's build and its venv's
+    install (the package index answering). The tests that need neither run meanwhile; the
+    file puts the tests that need the installed kit after them, and the grading tests last."""
+    here = request.module
+    selected = [item for item in request.session.items if getattr(item, "module", None) is here]
+    if any(item.name in GRADING_RUNS for item in selected):
+        request.getfixturevalue("grading")
+    if any("kit_python" in item.fixturenames for item in selected):
+        request.getfixturevalue("kit_install")
 
 
 def test_make_student_kit_writes_a_folder_and_its_zip(kit):
@@ -133,91 +170,6 @@ def test_make_student_kit_writes_a_folder_and_its_zip(kit):
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(r"^student-kit:.*\n\t\$\(BIN\)/python scripts/student_kit.py _build/student-kit$",
                      makefile, re.M)
-
-
-def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit, kit_python):
-    pins = [line for line in (kit / "requirements.txt").read_text(encoding="utf-8").splitlines()
-            if line and not line.startswith("#")]
-    names = {line.split("==")[0] for line in pins}
-    assert all("==" in line for line in pins)
-    assert {"numpy", "sympy", "matplotlib", "mplfonts", "ipywidgets", "myst-nb", "jupyterlab",
-            "ipykernel"} <= names
-    assert not names & {"jupyter-book", "playwright", "torch", "transformers", "pytest", "nbval", "ruff",
-                        "sphinx-book-theme", "pypdf", "hypothesis"}
-    check = subprocess.run([*_pip(kit_python), "check"], capture_output=True, text=True, env=_clean_env())
-    assert check.returncode == 0, f"the pinned set is not closed:\n{check.stdout}"
-
-
-def test_the_kit_tmath_is_the_wheel_without_keys(kit, kit_python):
-    probe = subprocess.run(
-        [str(kit_python), "-c",
-         "import importlib.util, tmath, tmath.exercises as e\n"
-         "print(tmath.__file__)\n"
-         "print(importlib.util.find_spec('tmath.answer_keys'))\n"
-         "print(e.has_keys(), len(e.labels()), {k.compute for k in e._KEYS.values()})"],
-        capture_output=True, text=True, cwd=kit, env=_clean_env(),
-    )
-    assert probe.returncode == 0, probe.stderr
-    where, spec, keys = probe.stdout.splitlines()
-    assert str(kit_python.parents[1]) in where, "the kit venv imports its own tmath"
-    assert spec == "None" and keys == f"False {len(_full_labels())} {{None}}"
-    with zipfile.ZipFile(next(kit.glob("tmath-*.whl"))) as z:
-        names = z.namelist()
-    assert "tmath/_answer_hashes.py" in names and "tmath/exercises.py" in names
-    assert not [n for n in names if "answer_keys" in n]
-    # The full edition's library does carry the keys, one call away.
-    assert (ROOT / "lib" / "tmath" / "answer_keys" / "tour.py").is_file()
-    import tmath.exercises
-
-    assert tmath.exercises._KEYS["ex-tour-1"].compute() == 125226240
-
-
-def test_kit_cannot_grade(kit, kit_python, tmp_path):
-    (tmp_path / "in").mkdir()
-    proc = subprocess.run([str(kit_python), "-m", "tmath", "grade", str(tmp_path / "in"), "--out",
-                           str(tmp_path / "g.csv")], capture_output=True, text=True, env=_clean_env())
-    assert proc.returncode == 2 and "课程包版" in proc.stderr and not (tmp_path / "g.csv").exists()
-
-
-# --- every student notebook runs in the kit's venv -------------------------------------------------
-
-def test_every_student_notebook_runs_in_the_kit_venv(kit, kit_python, tmp_path):
-    """Every student notebook, every cell in order, with the kit venv's Python: the kit's
-    wheel and pinned requirements are all it needs.  tests/warm_runner.py gives each notebook
-    a fresh IPython shell (forked from one process of that Python that has imported NumPy,
-    SymPy, matplotlib and tmath once), so the test pays for the notebooks, not for starting
-    eighteen kernels."""
-    notebooks = sorted((kit / "notebooks").rglob("*.ipynb"))
-    torch = [p for p in notebooks if needs_torch(nbformat.read(p, as_version=4))]
-    readme = (kit / "README.md").read_text(encoding="utf-8")
-    # Excluded, and said so: these install torch and transformers on first run (README).
-    assert {str(p.relative_to(kit)) for p in torch} == set(re.findall(r"`(notebooks/[^`]+\.ipynb)`", readme))
-    run = [p for p in notebooks if p not in torch]
-    assert len(run) == len(notebooks) - len(torch) >= 18
-    env = _clean_env({"MPLBACKEND": "Agg", "PATH": f"{kit_python.parent}:{os.environ['PATH']}"})
-    start = time.monotonic()
-    proc = subprocess.run(
-        [str(kit_python), str(ROOT / "tests" / "warm_runner.py"), "--mode", "all", "--jobs", "2",
-         *map(str, run)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1800,
-    )
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    print(f"\n{len(run)} student notebooks in the kit venv: {time.monotonic() - start:.0f} s wall")
-    for r in results:
-        print(f"  {Path(r['path']).relative_to(kit)}: {r['seconds']:.0f} s")
-    assert len(results) == len(run), proc.stderr[-3000:]
-    failed = {str(Path(r["path"]).relative_to(kit)): r["error"] for r in results if not r["ok"]}
-    assert not failed, f"student notebooks that fail in the kit's venv: {failed}"
-    # The answer cells hold the kit's recording call, and it speaks: not answered yet.
-    tour = nbformat.read(kit / "notebooks" / "intro" / "tour.ipynb", as_version=4)
-    answers = [c.source for c in tour.cells if "answer" in c.metadata.get("tags", [])]
-    assert answers and all("my_answer(" in a for a in answers)
-    said = subprocess.run(
-        [str(kit_python), "-c", "from tmath.exercises import my_answer\n"
-         "print(repr(my_answer('ex-tour-1', None)))"],
-        capture_output=True, text=True, env=_clean_env(), cwd=tmp_path,
-    )
-    assert said.returncode == 0 and "尚未作答" in said.stdout, said.stderr
 
 
 # --- nothing in the kit is a solution or a key -----------------------------------------------------
@@ -402,6 +354,94 @@ def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit_
     assert not leaks, f"key values in the kit: {leaks}"
 
 
+# --- the kit installed: its pins, its tmath, and its check ------------------------------------------
+
+
+def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit, kit_python):
+    pins = [line for line in (kit / "requirements.txt").read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    names = {line.split("==")[0] for line in pins}
+    assert all("==" in line for line in pins)
+    assert {"numpy", "sympy", "matplotlib", "mplfonts", "ipywidgets", "myst-nb", "jupyterlab",
+            "ipykernel"} <= names
+    assert not names & {"jupyter-book", "playwright", "torch", "transformers", "pytest", "nbval", "ruff",
+                        "sphinx-book-theme", "pypdf", "hypothesis"}
+    check = subprocess.run([*_pip(kit_python), "check"], capture_output=True, text=True, env=_clean_env())
+    assert check.returncode == 0, f"the pinned set is not closed:\n{check.stdout}"
+
+
+def test_the_kit_tmath_is_the_wheel_without_keys(kit, kit_python):
+    probe = subprocess.run(
+        [str(kit_python), "-c",
+         "import importlib.util, tmath, tmath.exercises as e\n"
+         "print(tmath.__file__)\n"
+         "print(importlib.util.find_spec('tmath.answer_keys'))\n"
+         "print(e.has_keys(), len(e.labels()), {k.compute for k in e._KEYS.values()})"],
+        capture_output=True, text=True, cwd=kit, env=_clean_env(),
+    )
+    assert probe.returncode == 0, probe.stderr
+    where, spec, keys = probe.stdout.splitlines()
+    assert str(kit_python.parents[1]) in where, "the kit venv imports its own tmath"
+    assert spec == "None" and keys == f"False {len(_full_labels())} {{None}}"
+    with zipfile.ZipFile(next(kit.glob("tmath-*.whl"))) as z:
+        names = z.namelist()
+    assert "tmath/_answer_hashes.py" in names and "tmath/exercises.py" in names
+    assert not [n for n in names if "answer_keys" in n]
+    # The full edition's library does carry the keys, one call away.
+    assert (ROOT / "lib" / "tmath" / "answer_keys" / "tour.py").is_file()
+    import tmath.exercises
+
+    assert tmath.exercises._KEYS["ex-tour-1"].compute() == 125226240
+
+
+def test_kit_cannot_grade(kit, kit_python, tmp_path):
+    (tmp_path / "in").mkdir()
+    proc = subprocess.run([str(kit_python), "-m", "tmath", "grade", str(tmp_path / "in"), "--out",
+                           str(tmp_path / "g.csv")], capture_output=True, text=True, env=_clean_env())
+    assert proc.returncode == 2 and "课程包版" in proc.stderr and not (tmp_path / "g.csv").exists()
+
+
+# --- every student notebook runs in the kit's venv -------------------------------------------------
+
+def test_every_student_notebook_runs_in_the_kit_venv(kit, kit_python, tmp_path):
+    """Every student notebook, every cell in order, with the kit venv's Python: the kit's
+    wheel and pinned requirements are all it needs.  tests/warm_runner.py gives each notebook
+    a fresh IPython shell (forked from one process of that Python that has imported NumPy,
+    SymPy, matplotlib and tmath once), so the test pays for the notebooks, not for starting
+    eighteen kernels."""
+    notebooks = sorted((kit / "notebooks").rglob("*.ipynb"))
+    torch = [p for p in notebooks if needs_torch(nbformat.read(p, as_version=4))]
+    readme = (kit / "README.md").read_text(encoding="utf-8")
+    # Excluded, and said so: these install torch and transformers on first run (README).
+    assert {str(p.relative_to(kit)) for p in torch} == set(re.findall(r"`(notebooks/[^`]+\.ipynb)`", readme))
+    run = [p for p in notebooks if p not in torch]
+    assert len(run) == len(notebooks) - len(torch) >= 18
+    env = _clean_env({"MPLBACKEND": "Agg", "PATH": f"{kit_python.parent}:{os.environ['PATH']}"})
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(kit_python), str(ROOT / "tests" / "warm_runner.py"), "--mode", "all", "--jobs", "2",
+         *map(str, run)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=1800,
+    )
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    print(f"\n{len(run)} student notebooks in the kit venv: {time.monotonic() - start:.0f} s wall")
+    for r in results:
+        print(f"  {Path(r['path']).relative_to(kit)}: {r['seconds']:.0f} s")
+    assert len(results) == len(run), proc.stderr[-3000:]
+    failed = {str(Path(r["path"]).relative_to(kit)): r["error"] for r in results if not r["ok"]}
+    assert not failed, f"student notebooks that fail in the kit's venv: {failed}"
+    # The answer cells hold the kit's recording call, and it speaks: not answered yet.
+    tour = nbformat.read(kit / "notebooks" / "intro" / "tour.ipynb", as_version=4)
+    answers = [c.source for c in tour.cells if "answer" in c.metadata.get("tags", [])]
+    assert answers and all("my_answer(" in a for a in answers)
+    said = subprocess.run(
+        [str(kit_python), "-c", "from tmath.exercises import my_answer\n"
+         "print(repr(my_answer('ex-tour-1', None)))"],
+        capture_output=True, text=True, env=_clean_env(), cwd=tmp_path,
+    )
+    assert said.returncode == 0 and "尚未作答" in said.stdout, said.stderr
+
+
 # --- the kit's tmath.check tells right from wrong without the keys ---------------------------------
 
 
@@ -539,8 +579,13 @@ def _grade_worked_example(folder: Path) -> _GradingRun:
 
 
 #: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
-#: 20 seconds it waits cost no CPU: the rest of the module runs meanwhile).
+#: seconds it waits cost no CPU: the rest of the module runs meanwhile).
 FOREVER = "import time\nwhile True:\n    time.sleep(0.1)"
+#: The grading timeout. frank's notebook, which must finish within it, took 5.5 s from its
+#: kernel's start to its last answer on a quiet machine and up to 10.5 s on a loaded one (a kernel
+#: starting, SymPy imported for ex-tour-4's key): a timeout of a few seconds would time frank out
+#: too. The run goes on behind the other tests, so a generous limit costs nothing.
+TIMEOUT = 30
 
 
 def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _GradingRun:
@@ -556,7 +601,7 @@ def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _Gradin
     release = folder / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
     release.mkdir(parents=True)
     nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
-    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", "20",
+    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", str(TIMEOUT),
                        "--jobs", "2", "--release", str(release.parent))
 
 
@@ -569,9 +614,10 @@ GRADING_RUNS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def grading(request, tmp_path_factory):
-    """{test name: its :class:`_GradingRun`}, for the grading tests this session runs."""
+    """{test name: its :class:`_GradingRun`}, for the grading tests this session runs (started
+    by :func:`_start_the_slow_work`)."""
     here = request.module
     selected = {item.name for item in request.session.items if getattr(item, "module", None) is here}
     runs = {name: start(tmp_path_factory.mktemp("grade")) for name, start in GRADING_RUNS.items()
@@ -616,7 +662,8 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(gradi
     assert set(rows) == {"学生", "carol", "dave", "erin", "frank"}
     assert rows["carol"][1:] == [
         "不是笔记本：carol.ipynb 无法按 Jupyter 笔记本（.ipynb）读取：不是 JSON 文件", "0", "7", *[""] * 7]
-    assert rows["dave"][1].startswith("超时：dave.ipynb 超过 20 秒没有运行完") and rows["dave"][2] == "0"
+    assert rows["dave"][1].startswith(f"超时：dave.ipynb 超过 {TIMEOUT} 秒没有运行完")
+    assert rows["dave"][2] == "0"
     assert rows["erin"][1] == "没有找到笔记本：交来的是 作业.pdf，没有 .ipynb 文件"
     assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
 
