@@ -128,11 +128,18 @@ def build_wheel(out: Path) -> Path:
             encoding="utf-8",
         )
         out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-             "--wheel-dir", str(out), str(lib)],
-            check=True,
+        # The project's own PEP 517 backend, called as `pip wheel --no-deps --no-build-isolation`
+        # calls it (the same wheel, byte for byte), without starting pip: seconds less.
+        backend = tomllib.loads((lib / "pyproject.toml").read_text(encoding="utf-8"))["build-system"][
+            "build-backend"]
+        built = subprocess.run(
+            [sys.executable, "-c", "import importlib, sys\n"
+             "importlib.import_module(sys.argv[1]).build_wheel(sys.argv[2])", backend, str(out.resolve())],
+            cwd=lib, capture_output=True, text=True,
         )
+        if built.returncode != 0:
+            raise SystemExit(f"构建 tmath 的 wheel 失败（{backend}；检查 lib/pyproject.toml）：\n"
+                             f"{built.stdout[-3000:]}{built.stderr[-3000:]}")
     wheels = sorted(out.glob("tmath-*.whl"))
     if len(wheels) != 1:
         raise SystemExit(f"expected one tmath wheel in {out}, found {wheels}")

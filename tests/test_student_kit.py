@@ -1,7 +1,8 @@
 """The course kit (``make student-kit``) and the teacher's grader (``python -m tmath grade``).
 
 The kit is built into a temporary folder and installed into a fresh venv with only
-its wheel and its pinned requirements (``pip install --no-deps``, from pip's cache);
+its wheel and its pinned requirements (``pip install --no-deps``, from pip's cache;
+``pip check`` proves the pins closed);
 every student notebook runs there, two at a time, except the ones that need PyTorch,
 which are listed by the same rule the setup cells use (``setup_cells.needs_torch``)
 and named in the kit's README: installing the CPU build of torch and transformers
@@ -11,17 +12,24 @@ any sentence of any solution and for any key value, and the same scans are shown
 find them in the full edition; the kit's ``tmath.check`` is run on every key, right
 and wrong answers.  The grader turns two fake submissions (the README's worked
 example) into a ``grades.csv`` written here by hand.
+
+What mostly waits starts with the module and runs behind the tests that need none of it
+(:func:`_start_the_slow_work`): the two grading runs and the venv's install.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -56,22 +64,98 @@ def _clean_env(extra: dict | None = None) -> dict:
     return env
 
 
+def _pip(python: Path) -> list[str]:
+    """pip acting on the venv of ``python`` (which has no pip of its own)."""
+    return [sys.executable, "-m", "pip", "--python", str(python)]
+
+
+#: Where the kit venv goes when the machine has a RAM disk that may hold programs.
+RAM_DISK = Path("/dev/shm")
+RAM_PREFIX = "tmath-kit-venv-"
+
+
+def _venv_home(tmp_path_factory) -> tuple[Path, bool]:
+    """(a new empty folder for the kit venv, whether it is on the RAM disk).
+
+    The venv is 22,000 files, half a gigabyte. On a RAM disk pip writes them in about half
+    the CPU time, and deleting them takes a third of a second; on an ext4 disk mounted with
+    ``discard`` deleting them took 45 s, paid by a later pytest session when it prunes old
+    temporary folders. The venv is as fresh either way: only where its files live differs.
+    """
+    try:
+        fs = os.statvfs(RAM_DISK)
+        usable = (not fs.f_flag & os.ST_NOEXEC and fs.f_bavail * fs.f_frsize > 4 * 2**30
+                  and os.access(RAM_DISK, os.W_OK))
+    except OSError:
+        usable = False
+    if not usable:
+        return tmp_path_factory.mktemp("kit-venv"), False
+    for stale in RAM_DISK.glob(f"{RAM_PREFIX}*-*"):  # left by a session that was killed
+        pid = stale.name.removeprefix(RAM_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{RAM_PREFIX}{os.getpid()}-", dir=RAM_DISK)), True
+
+
+class _VenvInstall:
+    """The kit venv, its install started now in a process of its own and waited for later.
+
+    The venv is made without pip (ensurepip would install and byte-compile a pip of its own,
+    seconds of the fixture): this process's pip installs into it (``pip --python``) and
+    checks it; nothing but the kit's pins and wheel is in it, not even pip."""
+
+    def __init__(self, kit: Path, tmp_path_factory):
+        self.home, self.in_ram = _venv_home(tmp_path_factory)
+        venv = self.home / "venv"
+        self.python = venv / "bin" / "python"
+        self.start = time.monotonic()
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        self.proc = subprocess.Popen(
+            [*_pip(self.python), "install", "--quiet", "--no-deps", "--no-compile",
+             "-r", str(kit / "requirements.txt"), str(next(kit.glob("tmath-*.whl")))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean_env(),
+            start_new_session=True,
+        )
+
+    def wait(self) -> Path:
+        _, err = self.proc.communicate(timeout=1800)
+        assert self.proc.returncode == 0, err[-5000:]
+        print(f"\nkit venv installed in {time.monotonic() - self.start:.0f} s ({self.python.parents[1]})")
+        return self.python
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.communicate()
+        if self.in_ram:  # half a gigabyte of memory: give it back now
+            shutil.rmtree(self.home, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def kit_python(kit, tmp_path_factory) -> Path:
+def kit_install(kit, tmp_path_factory):
+    install = _VenvInstall(kit, tmp_path_factory)
+    yield install
+    install.close()
+
+
+@pytest.fixture(scope="module")
+def kit_python(kit_install) -> Path:
     """A fresh venv holding only the kit's wheel and its pinned requirements."""
-    venv = tmp_path_factory.mktemp("kit-venv") / "venv"
-    start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    wheel = next(kit.glob("tmath-*.whl"))
-    proc = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-         "-r", str(kit / "requirements.txt"), str(wheel)],
-        capture_output=True, text=True, env=_clean_env(),
-    )
-    assert proc.returncode == 0, proc.stderr[-5000:]
-    print(f"\nkit venv installed in {time.monotonic() - start:.0f} s")
-    return python
+    return kit_install.wait()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start_the_slow_work(request):
+    """At the module's start, start what mostly waits, for the tests this session runs: the
+    grading runs (kernels starting, a notebook timing out), then the kit's build and its venv's
+    install (the package index answering). The tests that need neither run meanwhile; the
+    file puts the tests that need the installed kit after them, and the grading tests last."""
+    here = request.module
+    selected = [item for item in request.session.items if getattr(item, "module", None) is here]
+    if any(item.name in GRADING_RUNS for item in selected):
+        request.getfixturevalue("grading")
+    if any("kit_python" in item.fixturenames for item in selected):
+        request.getfixturevalue("kit_install")
 
 
 def test_make_student_kit_writes_a_folder_and_its_zip(kit):
@@ -88,6 +172,191 @@ def test_make_student_kit_writes_a_folder_and_its_zip(kit):
                      makefile, re.M)
 
 
+# --- nothing in the kit is a solution or a key -----------------------------------------------------
+
+
+def _full_labels() -> list[str]:
+    from tmath.exercises import labels
+
+    return labels()
+
+
+@functools.cache
+def _full_edition_texts() -> tuple[list[str], list[str]]:
+    """(kept, removed) texts of the whole full edition (computed once per session: read-only)."""
+    kept, removed = [], []
+    for path in FULL_NOTEBOOKS:
+        k, r = solution_texts(nbformat.read(path, as_version=4))
+        kept += k
+        removed += r
+    return kept, removed
+
+
+@functools.cache
+def solution_sentences() -> frozenset[str]:
+    """Sentences (``_sentences``, as the student site's scan) that only the solutions hold."""
+    kept, removed = _full_edition_texts()
+    outside = _sentences(kept)
+    return frozenset(s for s in _sentences(removed) if not any(s in o for o in outside))
+
+
+def kit_texts(kit: Path, scratch: Path) -> dict[str, str]:
+    """Every file of the kit (folder and zip) as text, the wheel's members included."""
+    texts = {}
+    for path in sorted(kit.parent.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = str(path.relative_to(kit.parent))
+        if path.suffix not in (".whl", ".zip"):
+            texts[rel] = served_text(path)
+            continue
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                data = z.read(name)
+                if name.endswith((".whl", ".zip")):  # the wheel inside the zip
+                    inner = scratch / f"{len(texts)}-{Path(name).name}"
+                    inner.write_bytes(data)
+                    with zipfile.ZipFile(inner) as w:
+                        texts.update({f"{rel}:{name}:{n}": w.read(n).decode("utf-8", errors="replace")
+                                      for n in w.namelist()})
+                elif name.endswith(".ipynb"):
+                    copy = scratch / f"{len(texts)}.ipynb"
+                    copy.write_bytes(data)
+                    texts[f"{rel}:{name}"] = served_text(copy)
+                else:
+                    texts[f"{rel}:{name}"] = data.decode("utf-8", errors="replace")
+    return texts
+
+
+@pytest.fixture(scope="module")
+def kit_text(kit, tmp_path_factory) -> dict[str, str]:
+    """:func:`kit_texts` of the module's kit, read once for both scans."""
+    return kit_texts(kit, tmp_path_factory.mktemp("kit-texts"))
+
+
+def test_kit_holds_no_solution_text_and_the_scan_finds_it_in_the_full_edition(kit_text):
+    secrets = solution_sentences()
+    assert len(secrets) > 100, "expected many solution sentences in the full edition"
+    served = {p.name: served_text(p) for p in FULL_NOTEBOOKS}  # each notebook read once
+    found_in_full = {name for name, text in served.items() if any(s in text for s in secrets)}
+    assert len(found_in_full) >= len(CHAPTERS), f"the scan sees solutions in only {found_in_full}"
+    texts = kit_text
+    assert sum(k.endswith(".ipynb") for k in texts) == 2 * len(FULL_NOTEBOOKS), "folder and zip"
+    assert sum(k.endswith(".whl:tmath/exercises.py") for k in texts) == 2, "wheel in folder and zip"
+    leaks = {name: hits[:2] for name, text in texts.items() if (hits := [s for s in secrets if s in text])}
+    assert not leaks, f"solution text in the kit: {leaks}"
+    markers = [n for n, t in texts.items() if re.search(r"solution-(start|end)|\{solution\}", t)]
+    assert not markers, f"solution markers in the kit: {markers}"
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def _significant(form: str) -> int:
+    mantissa = re.split(r"e|×", form)[0]
+    digits = re.sub(r"[^0-9]", "", mantissa).lstrip("0")
+    return len(digits.rstrip("0")) if "." in mantissa else len(digits)
+
+
+def written_forms(value: float) -> set[str]:
+    """How a student would see ``value`` written: 125226240, 125,226,240, 1.252e+08, 1.25226e8,
+    1.252 × 10⁸ (the book's), 32.08, ... with at least 4 significant digits (shorter numbers
+    such as 8 or 108 occur everywhere in a book about sizes and say nothing)."""
+    from tmath import fmt
+
+    v = float(value)
+    forms = set()
+    if v.is_integer() and abs(v) < 1e16:
+        forms |= {str(int(v)), f"{int(v):,}"}
+    for digits in range(4, 10):
+        forms.add(f"{v:.{digits}g}")
+        mantissa, exponent = f"{v:.{digits - 1}e}".split("e")
+        e = int(exponent)
+        forms |= {f"{mantissa}e{exponent}", f"{mantissa}e{e}",
+                  f"{mantissa} × 10{str(e).translate(_SUPERSCRIPT)}"}
+    forms.add(fmt.num(v))
+    return {f for f in forms if _significant(f) >= 4}
+
+
+def _pattern(*forms: str) -> re.Pattern:
+    """Any of ``forms`` standing as a number of its own (not inside 132.08 or a hex digest).
+
+    The lookahead on the forms' first characters changes no match (every alternative starts
+    with one of them); it only spares the regex engine trying thousands of alternatives at
+    each of the millions of positions that hold no digit."""
+    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    first = "".join(sorted({re.escape(f[0]) for f in forms}))
+    return re.compile(r"(?<![\w.,])(?=[" + first + r"])(" + alternatives + r")(?![\w]|[.,]\d)")
+
+
+class _Scanner:
+    """Finds the written forms of keys in texts: the regex is built once, for every text."""
+
+    def __init__(self, forms: dict[str, set[str]]):
+        self.owners: dict[str, list[str]] = {}
+        for label, fs in forms.items():
+            for f in fs:
+                self.owners.setdefault(f, []).append(label)
+        self.pattern = _pattern(*self.owners) if self.owners else None
+
+    def __call__(self, text: str) -> dict[str, set[str]]:
+        """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
+        hits: dict[str, set[str]] = {}
+        if self.pattern is None:
+            return hits
+        for m in self.pattern.finditer(text):
+            for label in self.owners[m.group(1)]:
+                hits.setdefault(label, set()).add(m.group(1))
+        return hits
+
+
+def _found(forms: dict[str, set[str]], text: str) -> dict[str, set[str]]:
+    """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
+    return _Scanner(forms)(text)
+
+
+@functools.cache
+def _key_forms() -> dict[str, frozenset[str]]:
+    """Every key's written forms (computed once per session: keys are pure functions)."""
+    import tmath.exercises as ex
+
+    _full_labels()
+    return {label: frozenset(written_forms(key.compute())) for label, key in ex._KEYS.items()}
+
+
+def test_written_forms_of_a_key():
+    forms = written_forms(125226240)
+    assert {"125226240", "125,226,240", "1.252e+08", "1.25226e+08", "1.2523e8", "1.252 × 10⁸"} <= forms
+    assert "32.08" in written_forms(32.07813314525774) and "8" not in written_forms(8.0)
+    assert _pattern("32.08").search("占 32.08%") and not _pattern("32.08").search("132.08")
+    assert not _pattern("125226240").search("a125226240b") and not _pattern("32.08").search("32.081")
+    assert _found({"ex-a": {"32.08"}, "ex-b": {"125,226,240"}}, "共 125,226,240 个，占 32.08%") == {
+        "ex-a": {"32.08"}, "ex-b": {"125,226,240"}}
+
+
+def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit_text):
+    kept, removed = _full_edition_texts()
+    forms = _key_forms()
+    # A value the book prints outside any solution, in any form, is public anyway (a table, a
+    # prose figure): the kit cannot leak it, and "40960" in Qwen3's preset is the same number.
+    # A value with no form of 4 significant digits (8, 108, 2.0) is not searched: such short
+    # numbers are everywhere. Every other key value must not be in the kit.
+    shown = _found(forms, "\n".join(kept))
+    secret = {label: fs for label, fs in forms.items() if fs and label not in shown}
+    print(f"\n{len(secret)} key values scanned; printed outside solutions in the full edition: "
+          f"{ {k: sorted(v) for k, v in sorted(shown.items())} }; "
+          f"too short to scan: {sorted(k for k, fs in forms.items() if not fs)}")
+    scan = _Scanner(secret)
+    in_solutions = scan("\n".join(removed))
+    assert len(in_solutions) >= 40, f"the scan finds only {len(in_solutions)} key values in the solutions"
+    leaks = {name: sorted(f"{k}={v}" for k, vs in hits.items() for v in vs)[:3]
+             for name, text in kit_text.items() if (hits := scan(text))}
+    assert not leaks, f"key values in the kit: {leaks}"
+
+
+# --- the kit installed: its pins, its tmath, and its check ------------------------------------------
+
+
 def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit, kit_python):
     pins = [line for line in (kit / "requirements.txt").read_text(encoding="utf-8").splitlines()
             if line and not line.startswith("#")]
@@ -97,7 +366,7 @@ def test_kit_pins_what_the_notebooks_need_and_nothing_for_building_the_book(kit,
             "ipykernel"} <= names
     assert not names & {"jupyter-book", "playwright", "torch", "transformers", "pytest", "nbval", "ruff",
                         "sphinx-book-theme", "pypdf", "hypothesis"}
-    check = subprocess.run([str(kit_python), "-m", "pip", "check"], capture_output=True, text=True)
+    check = subprocess.run([*_pip(kit_python), "check"], capture_output=True, text=True, env=_clean_env())
     assert check.returncode == 0, f"the pinned set is not closed:\n{check.stdout}"
 
 
@@ -171,159 +440,6 @@ def test_every_student_notebook_runs_in_the_kit_venv(kit, kit_python, tmp_path):
         capture_output=True, text=True, env=_clean_env(), cwd=tmp_path,
     )
     assert said.returncode == 0 and "尚未作答" in said.stdout, said.stderr
-
-
-# --- nothing in the kit is a solution or a key -----------------------------------------------------
-
-
-def _full_labels() -> list[str]:
-    from tmath.exercises import labels
-
-    return labels()
-
-
-def _full_edition_texts() -> tuple[list[str], list[str]]:
-    kept, removed = [], []
-    for path in FULL_NOTEBOOKS:
-        k, r = solution_texts(nbformat.read(path, as_version=4))
-        kept += k
-        removed += r
-    return kept, removed
-
-
-def solution_sentences() -> set[str]:
-    """Sentences (``_sentences``, as the student site's scan) that only the solutions hold."""
-    kept, removed = _full_edition_texts()
-    outside = _sentences(kept)
-    return {s for s in _sentences(removed) if not any(s in o for o in outside)}
-
-
-def kit_texts(kit: Path, scratch: Path) -> dict[str, str]:
-    """Every file of the kit (folder and zip) as text, the wheel's members included."""
-    texts = {}
-    for path in sorted(kit.parent.rglob("*")):
-        if not path.is_file():
-            continue
-        rel = str(path.relative_to(kit.parent))
-        if path.suffix not in (".whl", ".zip"):
-            texts[rel] = served_text(path)
-            continue
-        with zipfile.ZipFile(path) as z:
-            for name in z.namelist():
-                data = z.read(name)
-                if name.endswith((".whl", ".zip")):  # the wheel inside the zip
-                    inner = scratch / f"{len(texts)}-{Path(name).name}"
-                    inner.write_bytes(data)
-                    with zipfile.ZipFile(inner) as w:
-                        texts.update({f"{rel}:{name}:{n}": w.read(n).decode("utf-8", errors="replace")
-                                      for n in w.namelist()})
-                elif name.endswith(".ipynb"):
-                    copy = scratch / f"{len(texts)}.ipynb"
-                    copy.write_bytes(data)
-                    texts[f"{rel}:{name}"] = served_text(copy)
-                else:
-                    texts[f"{rel}:{name}"] = data.decode("utf-8", errors="replace")
-    return texts
-
-
-def test_kit_holds_no_solution_text_and_the_scan_finds_it_in_the_full_edition(kit, tmp_path):
-    secrets = solution_sentences()
-    assert len(secrets) > 100, "expected many solution sentences in the full edition"
-    found_in_full = {p.name for p in FULL_NOTEBOOKS if any(s in served_text(p) for s in secrets)}
-    assert len(found_in_full) >= len(CHAPTERS), f"the scan sees solutions in only {found_in_full}"
-    texts = kit_texts(kit, tmp_path)
-    assert sum(k.endswith(".ipynb") for k in texts) == 2 * len(FULL_NOTEBOOKS), "folder and zip"
-    assert sum(k.endswith(".whl:tmath/exercises.py") for k in texts) == 2, "wheel in folder and zip"
-    leaks = {name: hits[:2] for name, text in texts.items() if (hits := [s for s in secrets if s in text])}
-    assert not leaks, f"solution text in the kit: {leaks}"
-    markers = [n for n, t in texts.items() if re.search(r"solution-(start|end)|\{solution\}", t)]
-    assert not markers, f"solution markers in the kit: {markers}"
-
-
-_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
-
-
-def _significant(form: str) -> int:
-    mantissa = re.split(r"e|×", form)[0]
-    digits = re.sub(r"[^0-9]", "", mantissa).lstrip("0")
-    return len(digits.rstrip("0")) if "." in mantissa else len(digits)
-
-
-def written_forms(value: float) -> set[str]:
-    """How a student would see ``value`` written: 125226240, 125,226,240, 1.252e+08, 1.25226e8,
-    1.252 × 10⁸ (the book's), 32.08, ... with at least 4 significant digits (shorter numbers
-    such as 8 or 108 occur everywhere in a book about sizes and say nothing)."""
-    from tmath import fmt
-
-    v = float(value)
-    forms = set()
-    if v.is_integer() and abs(v) < 1e16:
-        forms |= {str(int(v)), f"{int(v):,}"}
-    for digits in range(4, 10):
-        forms.add(f"{v:.{digits}g}")
-        mantissa, exponent = f"{v:.{digits - 1}e}".split("e")
-        e = int(exponent)
-        forms |= {f"{mantissa}e{exponent}", f"{mantissa}e{e}",
-                  f"{mantissa} × 10{str(e).translate(_SUPERSCRIPT)}"}
-    forms.add(fmt.num(v))
-    return {f for f in forms if _significant(f) >= 4}
-
-
-def _pattern(*forms: str) -> re.Pattern:
-    """Any of ``forms`` standing as a number of its own (not inside 132.08 or a hex digest)."""
-    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(r"(?<![\w.,])(" + alternatives + r")(?![\w]|[.,]\d)")
-
-
-def _found(forms: dict[str, set[str]], text: str) -> dict[str, set[str]]:
-    """{label: the forms of its key that ``text`` holds}, in one pass over ``text``."""
-    owners: dict[str, list[str]] = {}
-    for label, fs in forms.items():
-        for f in fs:
-            owners.setdefault(f, []).append(label)
-    hits: dict[str, set[str]] = {}
-    if not owners:
-        return hits
-    for m in _pattern(*owners).finditer(text):
-        for label in owners[m.group(1)]:
-            hits.setdefault(label, set()).add(m.group(1))
-    return hits
-
-
-def _key_forms() -> dict[str, set[str]]:
-    import tmath.exercises as ex
-
-    _full_labels()
-    return {label: written_forms(key.compute()) for label, key in ex._KEYS.items()}
-
-
-def test_written_forms_of_a_key():
-    forms = written_forms(125226240)
-    assert {"125226240", "125,226,240", "1.252e+08", "1.25226e+08", "1.2523e8", "1.252 × 10⁸"} <= forms
-    assert "32.08" in written_forms(32.07813314525774) and "8" not in written_forms(8.0)
-    assert _pattern("32.08").search("占 32.08%") and not _pattern("32.08").search("132.08")
-    assert not _pattern("125226240").search("a125226240b") and not _pattern("32.08").search("32.081")
-    assert _found({"ex-a": {"32.08"}, "ex-b": {"125,226,240"}}, "共 125,226,240 个，占 32.08%") == {
-        "ex-a": {"32.08"}, "ex-b": {"125,226,240"}}
-
-
-def test_kit_holds_no_key_value_and_the_scan_finds_them_in_the_full_edition(kit, tmp_path):
-    kept, removed = _full_edition_texts()
-    forms = _key_forms()
-    # A value the book prints outside any solution, in any form, is public anyway (a table, a
-    # prose figure): the kit cannot leak it, and "40960" in Qwen3's preset is the same number.
-    # A value with no form of 4 significant digits (8, 108, 2.0) is not searched: such short
-    # numbers are everywhere. Every other key value must not be in the kit.
-    shown = _found(forms, "\n".join(kept))
-    secret = {label: fs for label, fs in forms.items() if fs and label not in shown}
-    print(f"\n{len(secret)} key values scanned; printed outside solutions in the full edition: "
-          f"{ {k: sorted(v) for k, v in sorted(shown.items())} }; "
-          f"too short to scan: {sorted(k for k, fs in forms.items() if not fs)}")
-    in_solutions = _found(secret, "\n".join(removed))
-    assert len(in_solutions) >= 40, f"the scan finds only {len(in_solutions)} key values in the solutions"
-    leaks = {name: sorted(f"{k}={v}" for k, vs in hits.items() for v in vs)[:3]
-             for name, text in kit_texts(kit, tmp_path).items() if (hits := _found(secret, text))}
-    assert not leaks, f"key values in the kit: {leaks}"
 
 
 # --- the kit's tmath.check tells right from wrong without the keys ---------------------------------
@@ -435,13 +551,86 @@ def _grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedPro
     )
 
 
-def test_grade_worked_example(tmp_path):
+class _GradingRun:
+    """``python -m tmath grade`` started now, in a process of its own, and waited for later."""
+
+    def __init__(self, folder: Path, *args: str):
+        self.folder = folder
+        self.proc = subprocess.Popen([sys.executable, "-m", "tmath", "grade", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def wait(self) -> subprocess.CompletedProcess:
+        out, err = self.proc.communicate(timeout=900)
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:  # its test did not run to the end (-x, an error before it)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.communicate()
+
+
+def _grade_worked_example(folder: Path) -> _GradingRun:
     """Two fake submissions, one partly right and one that crashes: the README's example."""
-    submitted = tmp_path / "submitted"
+    submitted = folder / "submitted"
     for student, nb in (("alice", _submission(ALICE)), ("bob", _submission(BOB, BOB_SCRATCH))):
         (submitted / student).mkdir(parents=True)
         nbformat.write(nb, submitted / student / "tour.ipynb")
-    proc = _grade(submitted, tmp_path / "grades" / "grades.csv", "--jobs", "2")
+    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades" / "grades.csv"), "--jobs", "2")
+
+
+#: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
+#: seconds it waits cost no CPU: the rest of the module runs meanwhile).
+FOREVER = "import time\nwhile True:\n    time.sleep(0.1)"
+#: The grading timeout. frank's notebook, which must finish within it, took 5.5 s from its
+#: kernel's start to its last answer on a quiet machine and up to 10.5 s on a loaded one (a kernel
+#: starting, SymPy imported for ex-tour-4's key): a timeout of a few seconds would time frank out
+#: too. The run goes on behind the other tests, so a generous limit costs nothing.
+TIMEOUT = 30
+
+
+def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _GradingRun:
+    submitted = folder / "submitted"
+    submitted.mkdir()
+    (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
+    nbformat.write(_submission({}, {"ex-tour-2": FOREVER}), submitted / "dave.ipynb")
+    (submitted / "erin").mkdir()
+    (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
+    with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
+        z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
+    (submitted / ".DS_Store").write_bytes(b"\0")
+    release = folder / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
+    release.mkdir(parents=True)
+    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
+    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", str(TIMEOUT),
+                       "--jobs", "2", "--release", str(release.parent))
+
+
+#: The grading runs, by the test that checks each: they start with the module (a run is mostly
+#: kernels starting and a timeout waiting), while the kit is built, installed and scanned.
+GRADING_RUNS = {
+    "test_grade_worked_example": _grade_worked_example,
+    "test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder":
+        _grade_a_timeout_a_non_notebook_and_an_empty_folder,
+}
+
+
+@pytest.fixture(scope="module")
+def grading(request, tmp_path_factory):
+    """{test name: its :class:`_GradingRun`}, for the grading tests this session runs (started
+    by :func:`_start_the_slow_work`)."""
+    here = request.module
+    selected = {item.name for item in request.session.items if getattr(item, "module", None) is here}
+    runs = {name: start(tmp_path_factory.mktemp("grade")) for name, start in GRADING_RUNS.items()
+            if name in selected}
+    yield runs
+    for run in runs.values():
+        run.stop()
+
+
+def test_grade_worked_example(grading):
+    """Two fake submissions, one partly right and one that crashes: the README's example."""
+    run = grading["test_grade_worked_example"]
+    proc, tmp_path = run.wait(), run.folder
     assert proc.returncode == 0, proc.stderr
     raw = (tmp_path / "grades" / "grades.csv").read_bytes()
     assert raw.startswith("\ufeff".encode()), "a byte-order mark, for spreadsheet programs"
@@ -458,33 +647,23 @@ def test_grade_worked_example(tmp_path):
     assert "ex-tour-1：没有读到答案：答案单元格运行出错（NameError" in bob
     alice = (tmp_path / "grades" / "feedback" / "alice.md").read_text(encoding="utf-8")
     assert "ex-tour-4：✗ 还不对" in alice and "ex-tour-5：未作答" in alice
+    scan = _Scanner(_key_forms())
     for text in (alice, bob):
-        assert not _found(_key_forms(), text)
+        assert not scan(text)
     assert (tmp_path / "grades" / "autograded" / "bob" / "tour.ipynb").is_file()
 
 
-def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(tmp_path):
-    submitted = tmp_path / "submitted"
-    submitted.mkdir()
-    (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
-    nbformat.write(_submission({}, {"ex-tour-2": "while True:\n    pass"}), submitted / "dave.ipynb")
-    (submitted / "erin").mkdir()
-    (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
-    with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
-        z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
-    (submitted / ".DS_Store").write_bytes(b"\0")
-    release = tmp_path / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
-    release.mkdir(parents=True)
-    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
-    proc = _grade(submitted, tmp_path / "grades.csv", "--timeout", "20", "--jobs", "2",
-                  "--release", str(release.parent))
+def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(grading):
+    run = grading["test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder"]
+    proc, tmp_path = run.wait(), run.folder
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig")
     rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
     assert set(rows) == {"学生", "carol", "dave", "erin", "frank"}
     assert rows["carol"][1:] == [
         "不是笔记本：carol.ipynb 无法按 Jupyter 笔记本（.ipynb）读取：不是 JSON 文件", "0", "7", *[""] * 7]
-    assert rows["dave"][1].startswith("超时：dave.ipynb 超过 20 秒没有运行完") and rows["dave"][2] == "0"
+    assert rows["dave"][1].startswith(f"超时：dave.ipynb 超过 {TIMEOUT} 秒没有运行完")
+    assert rows["dave"][2] == "0"
     assert rows["erin"][1] == "没有找到笔记本：交来的是 作业.pdf，没有 .ipynb 文件"
     assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
 

@@ -422,4 +422,8 @@ def _feedback(row: Graded, total: int) -> str:
 
 
 if __name__ == "__main__":  # the child process of execute()
+    # nbformat imports jsonschema, which builds an IRI grammar (lark) at import when
+    # rfc3987_syntax is installed: about 1.5 s in every child, for the "iri" format, which
+    # nbformat's schema (JSON Schema draft 4) does not have. This process only runs notebooks.
+    sys.modules.setdefault("rfc3987_syntax", None)
     sys.exit(_worker(sys.argv[1:]))
