@@ -75,14 +75,15 @@ browser:
 
 # Two workers (pytest-xdist): every test that needs a built site is in tests/test_site.py, and
 # --dist loadfile keeps a file on one worker, so each site is built once and each notebook's
-# cells run in order in one kernel. One BLAS thread per worker, and nbval re-runs the notebooks
+# cells run in order in one kernel; --no-loadscope-reorder hands out the files longest first
+# (conftest.py's LONGEST_FIRST), not by their number of tests. One BLAS thread per worker, and nbval re-runs the notebooks
 # on OpenBLAS's generic Prescott kernel, not the one they were saved with: a saved output that
 # depends on float rounding fails on any machine. Where the machine already pins
 # OPENBLAS_CORETYPE (some CPUs need it), only the thread count changes.
 TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE=Prescott)
 
 test: $(TEST_STAMP) browser
-	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile
+	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab book/
