@@ -581,10 +581,11 @@ def _grade_worked_example(folder: Path) -> _GradingRun:
 #: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
 #: seconds it waits cost no CPU: the rest of the module runs meanwhile).
 FOREVER = "import time\nwhile True:\n    time.sleep(0.1)"
-#: The grading timeout. frank's notebook, which must finish within it, took 5.5 s from its
-#: kernel's start to its last answer on a quiet machine and up to 10.5 s on a loaded one (a kernel
-#: starting, SymPy imported for ex-tour-4's key): a timeout of a few seconds would time frank out
-#: too. The run goes on behind the other tests, so a generous limit costs nothing.
+#: The grading timeout (for the cells: the kernel's start is not counted, ``tmath.grade``'s
+#: KERNEL_START_SECONDS). frank's notebook, which must finish within it, took 5.5 s from its
+#: kernel's start to its last answer on a quiet machine and up to 10.5 s on a loaded one (SymPy
+#: imported for ex-tour-4's key): a timeout of a few seconds would time frank out too. The run
+#: goes on behind the other tests, so a generous limit costs nothing.
 TIMEOUT = 30
 
 

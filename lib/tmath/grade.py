@@ -21,7 +21,10 @@ tolerance used, never the key).
 kernel of this Python (``python3``, whatever kernel the notebook names), its saved
 outputs cleared first, with the history in memory, errors allowed (a cell that
 raises does not stop the cells after it), and ``--timeout`` seconds for the whole
-notebook.  One process per notebook: nothing a notebook does stops the run.
+notebook's cells, counted from the moment its kernel answers: the kernel gets
+:data:`KERNEL_START_SECONDS` of its own to start, so a busy machine (many notebooks
+graded at once) does not fail a student before any cell has run.  One process per
+notebook: nothing a notebook does stops the run.
 
 **Answers** are read only from the cells tagged ``answer`` (the student
 edition's answer cells, :mod:`student_edition`): each ``my_answer(label, value)``
@@ -60,6 +63,9 @@ HEADER = ["学生", "状态", "得分", "满分"]
 #: Extra seconds the parent allows a notebook's process beyond the notebook's own limit
 #: (kernel start and shutdown) before it kills it.
 GRACE_SECONDS = 120
+#: How long a notebook's kernel may take to start, outside its ``--timeout`` (nbclient's own
+#: default is 60 s: a kernel started beside a dozen others on two cores can take longer).
+KERNEL_START_SECONDS = 300
 
 
 class GradeError(Exception):
@@ -78,7 +84,8 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
                         "或一个 .ipynb / .zip 文件")
     p.add_argument("--out", required=True, metavar="grades.csv", help="成绩表的路径")
     p.add_argument("--timeout", type=float, default=600, metavar="秒",
-                   help="每个笔记本从头运行完的时限，单位秒（默认 600）")
+                   help="每个笔记本的单元格从头运行完的时限，单位秒"
+                        "（默认 600；内核启动另有 300 秒，不计在内）")
     p.add_argument("--release", metavar="DIR",
                    help="发给学生的笔记本所在的文件夹（课程包的 notebooks/）：据它决定哪些题计分；"
                         "默认按交上来的笔记本里的答案单元格")
@@ -187,7 +194,8 @@ def execute(name: str, path: Path, dest: Path, timeout: float) -> Execution:
         try:
             subprocess.run(
                 [sys.executable, "-m", "tmath.grade", str(src), str(dest), str(timeout), str(status_file)],
-                cwd=work, capture_output=True, timeout=timeout + GRACE_SECONDS, check=False,
+                cwd=work, capture_output=True, check=False,
+                timeout=KERNEL_START_SECONDS + timeout + GRACE_SECONDS,
             )
         except subprocess.TimeoutExpired:
             pass
@@ -217,9 +225,10 @@ def _worker(argv: list[str]) -> int:
     for cell in nb.cells:  # nothing saved by the student counts: only what runs here
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    deadline = time.monotonic() + float(budget)
+    deadline = float("inf")  # set once the kernel answers: the budget is the cells'
     client = NotebookClient(
         nb, kernel_name="python3", allow_errors=True, interrupt_on_timeout=False,
+        startup_timeout=KERNEL_START_SECONDS,
         timeout_func=lambda cell: max(0.1, deadline - time.monotonic()),
         extra_arguments=["--HistoryManager.hist_file=:memory:"],
         resources={"metadata": {"path": str(Path(src).parent)}},
@@ -228,6 +237,7 @@ def _worker(argv: list[str]) -> int:
     index = 0
     try:
         with client.setup_kernel():
+            deadline = time.monotonic() + float(budget)
             for index, cell in enumerate(nb.cells):
                 if time.monotonic() >= deadline:
                     raise CellTimeoutError(f"budget of {budget} s spent before cell {index + 1}")
