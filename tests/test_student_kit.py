@@ -675,3 +675,27 @@ def test_grade_refuses_bad_input_in_chinese(tmp_path):
     (tmp_path / "in").mkdir()
     proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--timeout", "0")
     assert proc.returncode == 2 and "--timeout 必须大于 0" in proc.stderr
+
+
+def test_grade_does_not_count_the_kernel_start_against_the_timeout(tmp_path):
+    """``--timeout`` is for a notebook's cells: a kernel that is slow to start (a busy machine;
+    here a kernel spec that sleeps 3 s first) must not time out a notebook whose cells take
+    no time (with the budget counted from the launch, this row said 超时)."""
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    slow = "import time; time.sleep(3); from ipykernel import kernelapp; kernelapp.launch_new_instance()"
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", slow, "-f", "{connection_file}"],
+        "display_name": "slow python", "language": "python"}), encoding="utf-8")
+    submitted = tmp_path / "submitted" / "gina"
+    submitted.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(nb, submitted / "tour.ipynb")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tmath", "grade", str(tmp_path / "submitted"), "--out",
+         str(tmp_path / "grades.csv"), "--timeout", "2"],
+        capture_output=True, text=True, timeout=900,
+        env={**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    row = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig").splitlines()[1]
+    assert row.startswith("gina,") and "超时" not in row and "无法运行" not in row, row
