@@ -31,13 +31,48 @@ def jupyter_book_build(what: str, *extra: str, env: dict | None = None, strict: 
     assert proc.returncode == 0, f"strict {what} build failed:\n{log}"
 
 
+#: The student edition's build, started beside the full build (see :func:`built_site`).
+_STUDENT_BUILD: subprocess.Popen | None = None
+
+
+def _start_student_build() -> subprocess.Popen:
+    """``make book-student``, strict, in a process of its own (its output is ``_build/student``;
+    its log goes to a file, not a pipe nobody reads while the full build runs)."""
+    import tempfile
+
+    out = ROOT / "_build" / "student"
+    shutil.rmtree(out, ignore_errors=True)
+    log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+    proc = subprocess.Popen(
+        [str(BIN / "jupyter-book"), "build", str(ROOT), "--path-output", str(out),
+         "-W", "-n", "--keep-going"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, BOOK_EDITION="student"),
+    )
+    proc.log = log
+    return proc
+
+
+def _stop_student_build() -> None:
+    if _STUDENT_BUILD is not None and _STUDENT_BUILD.poll() is None:
+        _STUDENT_BUILD.kill()
+        _STUDENT_BUILD.wait()
+
+
 @pytest.fixture(scope="session")
-def built_site() -> Path:
+def built_site(request) -> Path:
     """Build the book from scratch with warnings as errors; the log is printed on failure.
 
     The build executes nothing (``execute_notebooks: off``): it renders the outputs saved in
     the notebooks, which nbval (the ``book/`` tests) proves are what the code gives today.
+    When this session also checks the student edition, its build starts first and runs beside
+    this one (the two write to different folders): the other pytest worker is often waiting
+    at this point of a run (the course kit's install), so the second core does it.
     """
+    global _STUDENT_BUILD
+    if _STUDENT_BUILD is None and any("student_site" in getattr(item, "fixturenames", ())
+                                      for item in request.session.items):
+        _STUDENT_BUILD = _start_student_build()
+        request.addfinalizer(_stop_student_build)  # if the full build fails, say
     shutil.rmtree(ROOT / "_build" / ".doctrees", ignore_errors=True)
     shutil.rmtree(HTML, ignore_errors=True)
     jupyter_book_build("book")
@@ -47,12 +82,15 @@ def built_site() -> Path:
 
 @pytest.fixture(scope="session")
 def student_site(built_site) -> Path:
-    """The student edition (``make book-student``), built strictly after the book."""
-    out = ROOT / "_build" / "student"
-    shutil.rmtree(out, ignore_errors=True)
-    student = dict(os.environ, BOOK_EDITION="student")
-    jupyter_book_build("student-edition", "--path-output", str(out), env=student)
-    return out / "_build" / "html"
+    """The student edition (``make book-student``), built strictly (started by ``built_site``)."""
+    global _STUDENT_BUILD
+    proc = _STUDENT_BUILD or _start_student_build()
+    _STUDENT_BUILD = proc
+    proc.wait()
+    proc.log.seek(0)
+    log = proc.log.read()
+    assert proc.returncode == 0, f"strict student-edition build failed:\n{log[-20000:]}"
+    return ROOT / "_build" / "student" / "_build" / "html"
 
 
 # A stand-in public repository: the book has none yet, and `_config.yml` leaves the URL empty.
