@@ -29,17 +29,23 @@ unexport PYTHONDONTWRITEBYTECODE
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required; set PYTHON=python3.11"'
 	$(PYTHON) -m venv $(VENV)
-
-# --no-compile: Python compiles what it imports on first use and caches it (see above);
-# compiling every installed file (torch alone has thousands) up front doubles the install time.
-$(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade "pip==26.3"
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+
+# The requirements files pin every package the venv holds, dependencies included, so pip
+# installs them as listed (--no-deps: no resolver run) and `pip check` proves the list
+# complete. --no-compile: Python compiles what it imports on first use and caches it (see
+# above); compiling every installed file (torch alone has thousands) up front doubles the
+# install time. `make test` installs both files in one pip call.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile --no-deps
+$(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -r requirements.txt
+	$(BIN)/python -m pip check
 	@touch $@
 
-$(TEST_STAMP): requirements-crosscheck.txt $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements-crosscheck.txt
-	@touch $@
+$(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt
+	$(BIN)/python -m pip check
+	@touch $(STAMP) $@
 
 # The build renders the outputs saved in the notebooks and executes nothing (_config.yml).
 book: $(STAMP)

@@ -1,0 +1,51 @@
+"""The venv holds exactly what the requirements files pin.
+
+The Makefile installs ``requirements.txt`` and ``requirements-crosscheck.txt`` with
+``pip install --no-deps`` (no resolver run) and then ``pip check``: that is only the venv
+the book was tested in if the two files pin every package, dependencies included.  A
+package installed here but pinned nowhere would be missing on the next machine.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+
+from conftest import ROOT
+
+FILES = ("requirements.txt", "requirements-crosscheck.txt")
+#: Installed but pinned elsewhere: pip by the Makefile, tmath is the book's own lib/.
+NOT_IN_FILES = {"pip", "tmath"}
+
+
+def _name(raw: str) -> str:
+    return re.sub(r"[-_.]+", "-", raw).lower()  # PEP 503
+
+
+def pins(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if m := re.match(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)==(\S+)\s*(#.*)?$", line):
+            out[_name(m[1])] = m[2]
+    return out
+
+
+def test_pins_reads_names_and_versions():
+    assert pins("# c\nFoo_Bar==1.2\n-e ./lib\nbaz==3 # why\n") == {"foo-bar": "1.2", "baz": "3"}
+
+
+def test_every_installed_package_is_pinned_at_its_version_and_every_pin_is_installed():
+    pinned: dict[str, str] = {}
+    for f in FILES:
+        for name, version in pins((ROOT / f).read_text(encoding="utf-8")).items():
+            assert name not in pinned, f"{name} is pinned twice"
+            pinned[name] = version
+    installed = {_name(d.metadata["Name"]): d.version for d in md.distributions()}
+    unpinned = sorted(n for n in installed if n not in pinned and n not in NOT_IN_FILES)
+    assert not unpinned, f"installed but not pinned in {FILES}: {unpinned}"
+    # torch's CPU wheel is 2.13.0+cpu: the local label is not part of the pin
+    wrong = {n: (installed[n], v) for n, v in pinned.items()
+             if n in installed and installed[n].split("+")[0] != v}
+    assert not wrong, f"installed version differs from the pin (installed, pinned): {wrong}"
+    missing = sorted(set(pinned) - set(installed))
+    assert not missing, f"pinned but not installed: {missing}"
