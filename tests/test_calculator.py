@@ -128,11 +128,15 @@ def test_widget_defaults_to_the_default_t(capsys):
     assert "默认 TP：取 1、2、4、8 中能均分注意力头的最大者，TP=8" in out
 
 
-def test_widget_works_for_every_preset_at_its_defaults(capsys):
+def test_widget_works_for_every_preset_at_its_defaults(capsys, monkeypatch):
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     import tmath
 
+    # Laying out the figure's text (tight_layout) is most of each redraw's 0.6 s and depends
+    # on nothing the preset chooses; the figure is built, its axes filled and shown as before.
+    monkeypatch.setattr(Figure, "tight_layout", lambda self, *a, **k: None)
     parts = calculator._widget_box()
     for name in tmath.presets():
         capsys.readouterr()
