@@ -362,3 +362,35 @@ def test_chinese_search_index_keeps_its_words_in_a_set():
         assert [search.stem(w) for w in ("caches", "MoE", "layers")] == ["cach", "moe", "layer"]
     finally:
         zh.SearchChinese.latin_terms = original
+
+
+def test_numref_unpickles_each_doctree_once_per_write_phase(monkeypatch):
+    """book/_ext/offline_site.py: Sphinx 7.4 unpickles the target page's whole doctree for
+    every {numref}; while one is resolved, the extension hands out each doctree read once."""
+    from sphinx.domains.std import StandardDomain
+
+    import offline_site
+
+    def resolve(self, env, target):  # stands for Sphinx's method: two lookups per numref
+        return env.get_doctree(target), env.get_doctree(target)
+
+    class Env:
+        def __init__(self):
+            self.reads = []
+
+        def get_doctree(self, docname):
+            self.reads.append(docname)
+            return {"doc": docname, "read": len(self.reads)}
+
+    monkeypatch.setattr(StandardDomain, "_resolve_numref_xref", resolve)
+    monkeypatch.setattr(offline_site, "_NUMREF_DOCTREES", {})
+    offline_site._numref_reads_each_doctree_once(None)
+    offline_site._numref_reads_each_doctree_once(None)  # a second app does not wrap it twice
+    env = Env()
+    domain = object.__new__(StandardDomain)
+    first = [StandardDomain._resolve_numref_xref(domain, env, t) for t in ("a", "b", "a", "a")]
+    assert env.reads == ["a", "b"] and first[0][0] is first[2][1]
+    assert "get_doctree" not in vars(env), "the cached reader must not stay on env (it is pickled)"
+    offline_site._forget_numref_doctrees(None, env)  # env-updated: the pages may be read again
+    StandardDomain._resolve_numref_xref(domain, env, "a")
+    assert env.reads == ["a", "b", "a"]
