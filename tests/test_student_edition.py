@@ -367,9 +367,8 @@ def test_chinese_search_index_keeps_its_words_in_a_set():
 def test_numref_unpickles_each_doctree_once_per_write_phase(monkeypatch):
     """book/_ext/offline_site.py: Sphinx 7.4 unpickles the target page's whole doctree for
     every {numref}; while one is resolved, the extension hands out each doctree read once."""
-    from sphinx.domains.std import StandardDomain
-
     import offline_site
+    from sphinx.domains.std import StandardDomain
 
     def resolve(self, env, target):  # stands for Sphinx's method: two lookups per numref
         return env.get_doctree(target), env.get_doctree(target)
