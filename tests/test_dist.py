@@ -10,6 +10,7 @@ MoE dispatcher exchanges first, a learned router), the test states by how much a
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -333,3 +334,68 @@ def test_a_cached_result_is_returned_without_starting_processes(tmp_path, monkey
     assert got["cached"] is True and got["scenarios"] == fake["scenarios"]
     assert path != dist._cache_path(str(tmp_path), 4, scenarios)
     assert path != dist._cache_path(str(tmp_path), 2, dist._spec([("collectives", {"numel": 16})]))
+
+
+def _ranks_without_timing(res: dict) -> list:
+    return [[{k: v for k, v in rank.items() if k != "seconds"} for rank in sc["ranks"]]
+            for sc in res["scenarios"]]
+
+
+def test_a_helper_forked_from_a_torch_process_gives_what_a_new_one_gives(monkeypatch):
+    """A caller that has imported torch forks itself as the helper (no second torch import);
+    the ranks record the same collectives and checks as under a helper started anew."""
+    import torch  # noqa: F401
+
+    assert dist._forks_helper()
+    monkeypatch.delenv(dist.CACHE_ENV, raising=False)
+    scenarios = [("collectives", {"numel": 24}), ("tp_block", {**TP, "sp": True})]
+    forked = dist.run(scenarios, world=2)
+    monkeypatch.setattr(dist, "_forks_helper", lambda: False)
+    new = dist.run(scenarios, world=2)
+    assert _ranks_without_timing(forked) == _ranks_without_timing(new)
+    assert forked["scenarios"][0]["ranks"][0]["records"], "the collectives were recorded"
+
+
+def test_a_rank_failing_under_a_forked_helper_is_reported_with_its_traceback(monkeypatch):
+    """The forked helper runs this process's code (a new interpreter would not see the
+    patched runner): a rank that raises comes back as the run's error, traceback included."""
+    import torch  # noqa: F401
+
+    def broken(ctx, **params):
+        raise ValueError("rank broke on purpose")
+
+    monkeypatch.delenv(dist.CACHE_ENV, raising=False)
+    monkeypatch.setitem(dist._RUNNERS, "collectives", broken)
+    with pytest.raises(RuntimeError, match="rank broke on purpose"):
+        dist.run([("collectives", {"numel": 8})], world=2)
+
+
+def test_a_forked_helper_that_overruns_is_killed_with_its_ranks(monkeypatch, tmp_path):
+    import json
+    import subprocess
+    import time
+
+    import torch  # noqa: F401
+
+    monkeypatch.setitem(dist._RUNNERS, "collectives", lambda ctx, **params: time.sleep(120))
+    spec = {"world": 2, "timeout": 60.0, "scenarios": dist._spec([("collectives", {"numel": 8})])}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    with pytest.raises(subprocess.TimeoutExpired) as err:
+        dist._fork_helper(str(tmp_path / "spec.json"), str(tmp_path), 3)
+    helper = int(str(err.value.cmd).rsplit(" ", 1)[1])
+
+    def in_its_session() -> list[int]:  # live processes of the helper's session (its ranks)
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == helper and fields[0] != "Z":
+                found.append(int(stat.parent.name))
+        return found
+
+    deadline = time.monotonic() + 10
+    while in_its_session() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not in_its_session()

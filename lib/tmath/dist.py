@@ -60,7 +60,9 @@ Scenarios (``name``: parameters):
 Keep the sizes tiny: the time goes into starting Python and importing torch.  One helper
 process imports torch once and forks the ranks (the caller never imports torch), the ranks
 meet through a file store in a fresh temporary directory (no port to collide with another
-run), and every wait has a timeout.
+run), and every wait has a timeout.  A caller that has already imported torch (a kernel
+that ran a torch cell) gives the helper by ``os.fork`` instead of a new interpreter, so
+torch is not imported a second time; the ranks run the same code either way.
 """
 
 from __future__ import annotations
@@ -186,18 +188,9 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
         path = os.path.join(tmp, "spec.json")
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(spec, fh)
-        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                   PYTHONWARNINGS="ignore")
-        proc = subprocess.Popen([sys.executable, "-c", "import tmath.dist as d; d._serve()",
-                                 path, tmp], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
         try:
-            out, err = proc.communicate(timeout=timeout + 30)
+            returncode, err = _run_helper(path, tmp, timeout + 30)
         except subprocess.TimeoutExpired:
-            import signal
-
-            os.killpg(proc.pid, signal.SIGKILL)  # the helper we started and its ranks
-            proc.communicate()
             raise RuntimeError(f"分布式运行超时（{timeout:.0f} s）：进程组没有按时结束") from None
         ranks = []
         errors = []
@@ -211,9 +204,9 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
             if "error" in res:
                 errors.append(f"rank {r}:\n{res['error']}")
             ranks.append(res)
-        if proc.returncode or errors:
+        if returncode or errors:
             raise RuntimeError("分布式运行失败（returncode {}）：\n{}\n{}".format(
-                proc.returncode, "\n".join(errors), err.decode(errors="replace")[-4000:]))
+                returncode, "\n".join(errors), err[-4000:]))
     results = []
     for i, s in enumerate(spec["scenarios"]):
         results.append({**s, "ranks": [r["scenarios"][i] for r in ranks]})
@@ -225,6 +218,83 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
             json.dump(out, fh)
         os.replace(tmp_path, cached_path)  # atomic: a reader never sees half a file
     return out
+
+
+def _forks_helper() -> bool:
+    """Whether :func:`run` forks this process as the helper (torch already imported here)."""
+    return "torch" in sys.modules and hasattr(os, "fork")
+
+
+def _run_helper(spec_path: str, outdir: str, timeout: float) -> tuple[int, str]:
+    """Run the helper (:func:`_serve_spec`) on ``spec_path`` to its end: ``(exit code,
+    what it wrote to stderr)``.  Raises ``subprocess.TimeoutExpired`` after ``timeout``
+    seconds, the helper and its ranks killed.  The helper has a session of its own, so one
+    ``killpg`` reaches the ranks too."""
+    import signal
+
+    if _forks_helper():
+        return _fork_helper(spec_path, outdir, timeout)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               PYTHONWARNINGS="ignore")
+    proc = subprocess.Popen([sys.executable, "-c", "import tmath.dist as d; d._serve()",
+                             spec_path, outdir], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the helper we started and its ranks
+        proc.communicate()
+        raise
+    return proc.returncode, err.decode(errors="replace")
+
+
+def _fork_helper(spec_path: str, outdir: str, timeout: float) -> tuple[int, str]:
+    """:func:`_run_helper` in a child forked from this process, which has imported torch.
+
+    The child leaves this process's output alone (a Jupyter kernel's streams go to its
+    front end): its stdout is /dev/null, its stderr a file read back here."""
+    import signal
+    import warnings
+
+    err_path = os.path.join(outdir, "helper.stderr")
+    with warnings.catch_warnings():  # Python 3.12+ warns of fork in a threaded process (a
+        warnings.simplefilter("ignore", DeprecationWarning)  # kernel); the child only computes
+        pid = os.fork()
+    if pid == 0:  # the helper
+        code = 1
+        try:
+            os.setsid()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            err_fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            for fd, target in ((0, devnull), (1, devnull), (2, err_fd)):
+                os.dup2(target, fd)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - for the child's life
+            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            warnings.simplefilter("ignore")  # as PYTHONWARNINGS=ignore for a new helper
+            code = _serve_spec(spec_path, outdir)
+        except BaseException:  # noqa: BLE001 - report it in the stderr file, then leave
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise subprocess.TimeoutExpired(f"tmath.dist helper {pid}", timeout)
+        time.sleep(0.02)
+    with open(err_path, encoding="utf-8", errors="replace") as fh:
+        return os.waitstatus_to_exitcode(status), fh.read()
 
 
 def _cache_path(cache: str, world: int, scenarios: list[dict[str, Any]]) -> str:
@@ -273,8 +343,12 @@ def bytes_by_phase(scenario: dict[str, Any], *, skip: tuple[str, ...] = ("setup"
 
 
 def _serve() -> None:
-    """The helper process: import torch once, fork the ranks, wait for them."""
-    spec_path, outdir = sys.argv[1], sys.argv[2]
+    """The helper process started by :func:`_run_helper`: ``SPEC_PATH OUTDIR`` in argv."""
+    sys.exit(_serve_spec(sys.argv[1], sys.argv[2]))
+
+
+def _serve_spec(spec_path: str, outdir: str) -> int:
+    """The helper: import torch once, fork the ranks, wait for them; 0 if all ended well."""
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
     t0 = time.monotonic()
@@ -322,7 +396,7 @@ def _serve() -> None:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         status = 1
-    sys.exit(status)
+    return status
 
 
 def _rank_main(rank: int, world: int, store: str, spec: dict[str, Any], outdir: str,
