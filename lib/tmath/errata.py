@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -141,6 +142,34 @@ class Erratum:
 def _computation_source(key: str) -> str:
     """See :meth:`Erratum.computation`."""
     import ast
+
+    lines, defs, entries = _module_syntax()
+    if key not in entries:
+        raise ValueError(f"erratum {key!r} is not an Erratum(...) entry of tmath.errata")
+    kind, expr = entries[key]
+
+    order: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in defs and n.id not in order:
+                order.append(n.id)
+                visit(defs[n.id])
+                order.remove(n.id)
+                order.append(n.id)  # after what it uses
+
+    visit(expr)
+    parts = [_segment(lines, defs[name]) for name in order]
+    text = _segment(lines, expr)
+    parts.append(f"{kind} = ({text})" if "\n" in text else f"{kind} = {text}")  # a wrapped lambda
+    return "\n\n".join(parts)
+
+
+@functools.lru_cache(maxsize=1)
+def _module_syntax() -> tuple[list[str], dict, dict]:
+    """This module's source, parsed once: ``(its lines, {helper or CONSTANT name: its
+    statement}, {erratum key: ("compute" or "verify", the expression)})``."""
+    import ast
     import inspect
     import sys
 
@@ -155,32 +184,29 @@ def _computation_source(key: str) -> str:
             for t in targets:
                 if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("ERRATA"):
                     defs[t.id] = node
-    expr = kind = None
+    entries: dict[str, tuple[str, ast.expr]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Erratum":
             kw = {k.arg: k.value for k in node.keywords}
-            if isinstance(kw.get("key"), ast.Constant) and kw["key"].value == key:
+            if isinstance(kw.get("key"), ast.Constant):
                 kind = "compute" if "compute" in kw else "verify"
-                expr = kw[kind]
-                break
-    if expr is None:
-        raise ValueError(f"erratum {key!r} is not an Erratum(...) entry of tmath.errata")
+                entries.setdefault(kw["key"].value, (kind, kw[kind]))
+    lines, start = [], 0  # split as the parser counts lines (ast.get_source_segment does)
+    for m in re.finditer(r"\r\n|\r|\n", src):
+        lines.append(src[start:m.end()])
+        start = m.end()
+    if start < len(src):
+        lines.append(src[start:])
+    return lines, defs, entries
 
-    order: list[str] = []
 
-    def visit(node: ast.AST) -> None:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in defs and n.id not in order:
-                order.append(n.id)
-                visit(defs[n.id])
-                order.remove(n.id)
-                order.append(n.id)  # after what it uses
-
-    visit(expr)
-    parts = [ast.get_source_segment(src, defs[name]) for name in order]
-    text = ast.get_source_segment(src, expr)
-    parts.append(f"{kind} = ({text})" if "\n" in text else f"{kind} = {text}")  # a wrapped lambda
-    return "\n\n".join(parts)
+def _segment(lines: list[str], node) -> str:
+    """``ast.get_source_segment(source, node)``, from the source's lines split once."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+    return "".join([lines[first].encode()[node.col_offset:].decode(), *lines[first + 1:last],
+                    lines[last].encode()[:node.end_col_offset].decode()])
 
 
 def _softmax(x) -> np.ndarray:
