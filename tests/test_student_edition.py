@@ -12,6 +12,7 @@ edition serves, for any sentence of any solution of the full edition, is in
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import json
 import re
@@ -242,15 +243,17 @@ def _sentences(texts) -> set[str]:
     return {s.strip() for s in re.split(r"[。；！？\n]|(?<=[.!?]) ", joined) if len(s.strip()) >= 12}
 
 
-def solution_sentences(site: Path) -> set[str]:
-    """Sentences of at least 12 characters that the full edition shows only inside solutions."""
+@functools.lru_cache(maxsize=4)
+def solution_sentences(site: Path) -> frozenset[str]:
+    """Sentences of at least 12 characters that the full edition shows only inside solutions
+    (read once per site and session: the built site does not change)."""
     inside, outside = set(), set()
     for page in site.rglob("*.html"):
         parser = _SolutionText()
         parser.feed(page.read_text(encoding="utf-8"))
         inside |= _sentences(parser.inside)
         outside |= _sentences(parser.outside)
-    return {s for s in inside if not any(s in o for o in outside)}
+    return frozenset(s for s in inside if not any(s in o for o in outside))
 
 
 def served_text(path: Path) -> str:
