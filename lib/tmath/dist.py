@@ -221,8 +221,10 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
 
 
 def _forks_helper() -> bool:
-    """Whether :func:`run` forks this process as the helper (torch already imported here)."""
-    return "torch" in sys.modules and hasattr(os, "fork")
+    """Whether :func:`run` forks this process as the helper: torch is already imported here,
+    on Linux (macOS's system libraries are not safe to use in a forked child, which is why
+    its multiprocessing spawns)."""
+    return "torch" in sys.modules and sys.platform.startswith("linux")
 
 
 def _run_helper(spec_path: str, outdir: str, timeout: float) -> tuple[int, str]:
