@@ -17,6 +17,17 @@ HTML = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp, session, ...),
+    or None when the process is gone. A process that has exited but is not reaped yet is
+    still there, in state ``Z``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def jupyter_book_build(what: str, *extra: str, env: dict | None = None, strict: bool = True) -> None:
     """`jupyter-book build` of the repository, strict (-W -n) unless told; the log is shown on failure."""
     flags = ["-W", "-n", "--keep-going"] if strict else []

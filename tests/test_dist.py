@@ -386,16 +386,11 @@ def test_a_forked_helper_that_overruns_is_killed_with_its_ranks(monkeypatch, tmp
         dist._fork_helper(str(tmp_path / "spec.json"), str(tmp_path), 2)
     helper = int(str(err.value.cmd).rsplit(" ", 1)[1])
 
+    from conftest import proc_stat
+
     def in_its_session() -> list[int]:  # live processes of the helper's session (its ranks)
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == helper and fields[0] != "Z":
-                found.append(int(stat.parent.name))
-        return found
+        stats = {int(p.name): proc_stat(int(p.name)) for p in Path("/proc").glob("[0-9]*")}
+        return [pid for pid, f in stats.items() if f and int(f[3]) == helper and f[0] != "Z"]
 
     deadline = time.monotonic() + 10
     while in_its_session() and time.monotonic() < deadline:

@@ -237,12 +237,11 @@ def test_nbval_kernels_are_forked_warm_and_behave_like_cold_ones(tmp_path):
     assert pid != os.getpid() and cwd == str(tmp_path) and probe == "42"
     assert backend == "module://matplotlib_inline.backend_inline" and not tests_on_path
     assert torch_loaded == warm  # imported before the fork, never by this cell
+    from conftest import proc_stat
+
     for _ in range(100):  # the runner reaps it at once; a zombie counts as gone
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-                if fh.read().rpartition(")")[2].split()[0] in "ZX":
-                    break
-        except FileNotFoundError:
+        stat = proc_stat(pid)
+        if stat is None or stat[0] in "ZX":
             break
         time.sleep(0.05)
     else:
