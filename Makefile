@@ -37,26 +37,18 @@ $(BIN)/python:
 
 # The requirements files pin every package the venv holds, dependencies included, so pip
 # installs them as listed (--no-deps: no resolver run) and `pip check` proves the list
-# complete. --no-compile: pip would compile every installed file, one at a time (torch alone
-# has thousands); for `make book` Python compiles what it imports on first use and caches it
-# (see above). `make test` installs both files in one pip call, then compiles (below).
+# complete. --no-compile: Python compiles what it imports on first use and caches it (see
+# above); compiling every installed file (torch alone has thousands) up front doubles the
+# install time. `make test` installs both files in one pip call.
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile --no-deps
 $(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -r requirements.txt
 	$(BIN)/python -m pip check
 	@touch $@
 
-# The test venv is byte-compiled, two files at a time, except the folders the suite (almost)
-# never imports. Left to import time, the same modules would be compiled several times over:
-# two pytest workers collect the tests at once, two Sphinx builds run side by side, and each
-# compiles SymPy, torch, Sphinx... for itself (measured: a `make test` on a just-installed
-# venv took 40 s longer than on a compiled one; compiling takes 20 s). A folder left out is
-# only compiled when imported, as before.
-NO_PRECOMPILE := /(tests?|testing)/|/transformers/models/|/torch/_inductor/|/sympy/physics/|/networkx/|/jieba/posseg/|/pygments/lexers/|/sqlalchemy/dialects/|/pydantic/|/pip/
 $(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt
 	$(BIN)/python -m pip check
-	$(BIN)/python -m compileall -q -j 2 -x '$(NO_PRECOMPILE)' $(VENV)/lib
 	@touch $(STAMP) $@
 
 # The build renders the outputs saved in the notebooks and executes nothing (_config.yml).
