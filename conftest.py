@@ -53,12 +53,14 @@ ROOT = Path(__file__).resolve().parent
 #: Seconds nbval waits for each output message of a cell after the cell's reply.
 NBVAL_OUTPUT_TIMEOUT = 120
 
-# tmath.dist.run keeps each process group's result for this session (one directory per
-# pytest process): a chapter's nbval run and its visible-code run, on the same worker, then
-# start one group of gloo processes between them instead of two.
-_DIST_CACHE = tempfile.mkdtemp(prefix="tmath-dist-cache-")
-os.environ.setdefault("TMATH_DIST_CACHE", _DIST_CACHE)
-atexit.register(shutil.rmtree, _DIST_CACHE, True)
+# tmath.dist.run keeps each process group's result for this session, and tmath.crosscheck
+# each transformers model's parameter and FLOP counts (in a directory made for the session): a
+# chapter's nbval run and its visible-code run, on the same worker, then start one group of
+# gloo processes, and build each model, once instead of twice.
+_CACHE = tempfile.mkdtemp(prefix="tmath-test-cache-")
+os.environ.setdefault("TMATH_DIST_CACHE", _CACHE)
+os.environ.setdefault("TMATH_CROSSCHECK_CACHE", _CACHE)
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 _SERVER: subprocess.Popen | None = None

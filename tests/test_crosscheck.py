@@ -30,7 +30,9 @@ import pytest
 import transformers
 
 import tmath
+from tmath import crosscheck
 from tmath.crosscheck import (
+    CACHE_ENV,
     FLOP_CONFIGS,
     SMALL_VARIANTS,
     hf_param_count,
@@ -42,6 +44,34 @@ HF_DIR = Path(__file__).parent / "hf_configs"
 HF_FILES = sorted(HF_DIR.glob("*.json"))
 
 transformers.logging.set_verbosity_error()
+
+
+@pytest.fixture(autouse=True)
+def _build_every_model_here(monkeypatch):
+    """These tests build each model themselves: the session's cache (conftest.py) is for the
+    chapters' second run, not for the cross-checks."""
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+
+
+def test_a_cached_result_is_returned_without_building_the_model(tmp_path, monkeypatch):
+    """With TMATH_CROSSCHECK_CACHE set, a second call with the same arguments returns what the
+    first one measured (through JSON, unchanged); other arguments are measured anew."""
+    d = FLOP_CONFIGS["gpt2-tiny"]
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    measured, params = crosscheck.measure(d, 1, 5), hf_param_count(d)
+    assert len(list(tmp_path.glob("*.json"))) == 2
+    assert measured == crosscheck._measure(d, 1, 5) and params == crosscheck._param_count(d)
+
+    def build(*args):
+        raise AssertionError("built a model")
+
+    monkeypatch.setattr(crosscheck, "_build", build)
+    monkeypatch.setattr(crosscheck, "_param_count", build)
+    assert crosscheck.measure(dict(d), 1, 5) == measured and hf_param_count(dict(d)) == params
+    with pytest.raises(AssertionError, match="built a model"):
+        crosscheck.measure(d, 1, 6)
+    with pytest.raises(AssertionError, match="built a model"):
+        hf_param_count({**d, "n_layer": 3})
 
 
 def test_config_files_cover_all_model_types():

@@ -18,16 +18,28 @@ Conventions of the measurement (see :func:`measured_flops`):
   ``experts_implementation="eager"`` (a loop of per-expert matmuls).
 * One forward pass is counted, then ``logits.sum().backward()`` by a second
   counter; "train" = forward + backward (the optimizer step is not counted).
+
+If the environment variable :data:`CACHE_ENV` names a directory, :func:`hf_param_count` and
+:func:`measure` keep each result there under a hash of their arguments, and a second call
+with the same arguments returns it instead of building the model again. The test suite sets
+it to a fresh directory per session, so that a chapter's nbval run and its "visible code runs
+alone" run, which make the same calls, build each model once (as :data:`tmath.dist.CACHE_ENV`
+does for process groups); nothing sets it outside the tests.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tmath._checks import int_arg
 
 __all__ = [
+    "CACHE_ENV",
     "SMALL_VARIANTS",
     "FLOP_CONFIGS",
     "hf_config",
@@ -39,6 +51,32 @@ __all__ = [
 ]
 
 _MOE_TYPES = ("mixtral", "deepseek_v3", "qwen3_moe", "deepseek_v2", "gpt_oss")
+
+#: Environment variable naming a directory where results are kept (tests only; see above).
+CACHE_ENV = "TMATH_CROSSCHECK_CACHE"
+
+
+def _cache_path(cache: str, kind: str, key: dict) -> str:
+    """Where the result of ``kind`` (a function's name) for the arguments ``key`` is kept."""
+    text = json.dumps({"kind": kind, **key}, sort_keys=True)
+    return os.path.join(cache, hashlib.sha256(text.encode()).hexdigest() + ".json")
+
+
+def _cached(kind: str, key: dict, compute: Callable[[], Any]) -> Any:
+    """``compute()``, or what it returned for the same ``kind`` and ``key`` in :data:`CACHE_ENV`."""
+    cache = os.environ.get(CACHE_ENV)
+    if not (cache and os.path.isdir(cache)):
+        return compute()
+    path = _cache_path(cache, kind, key)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    value = compute()
+    tmp = f"{path}.{os.getpid()}.tmp"  # two processes may store the same result: whole files only
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(value, fh)
+    os.replace(tmp, path)
+    return value
 
 
 def _check_dict(d: Any) -> dict:
@@ -65,6 +103,11 @@ def hf_param_count(d: dict) -> int:
     The model is built on the meta device (no memory, no weights): tied weights
     are one parameter and are counted once.
     """
+    d = _check_dict(d)
+    return _cached("hf_param_count", {"d": d}, lambda: _param_count(d))
+
+
+def _param_count(d: dict) -> int:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -190,10 +233,16 @@ def measure(d: dict, batch: int, seq_len: int) -> FlopMeasurement:
     by one ``FlopCounterMode``, then ``logits.sum().backward()``, counted by a
     second one. Only shapes matter to the counts, so they are deterministic.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     int_arg("batch", batch)
     int_arg("seq_len", seq_len)
+    d = _check_dict(d)
+    key = {"d": d, "batch": batch, "seq_len": seq_len}
+    return FlopMeasurement(**_cached("measure", key, lambda: asdict(_measure(d, batch, seq_len))))
+
+
+def _measure(d: dict, batch: int, seq_len: int) -> FlopMeasurement:
+    from torch.utils.flop_counter import FlopCounterMode
+
     model = _build(d)
     ids = _ids(d, batch, seq_len)
     with FlopCounterMode(display=False) as fwd:
