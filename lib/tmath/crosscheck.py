@@ -29,13 +29,11 @@ does for process groups); nothing sets it outside the tests.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tmath import _cache
 from tmath._checks import int_arg
 
 __all__ = [
@@ -56,26 +54,14 @@ _MOE_TYPES = ("mixtral", "deepseek_v3", "qwen3_moe", "deepseek_v2", "gpt_oss")
 CACHE_ENV = "TMATH_CROSSCHECK_CACHE"
 
 
-def _cache_path(cache: str, kind: str, key: dict) -> str:
-    """Where the result of ``kind`` (a function's name) for the arguments ``key`` is kept."""
-    text = json.dumps({"kind": kind, **key}, sort_keys=True)
-    return os.path.join(cache, hashlib.sha256(text.encode()).hexdigest() + ".json")
-
-
 def _cached(kind: str, key: dict, compute: Callable[[], Any]) -> Any:
     """``compute()``, or what it returned for the same ``kind`` and ``key`` in :data:`CACHE_ENV`."""
-    cache = os.environ.get(CACHE_ENV)
-    if not (cache and os.path.isdir(cache)):
-        return compute()
-    path = _cache_path(cache, kind, key)
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+    where, hit = _cache.lookup(CACHE_ENV, {"kind": kind, **key})
+    if hit is not None:
+        return hit
     value = compute()
-    tmp = f"{path}.{os.getpid()}.tmp"  # two processes may store the same result: whole files only
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(value, fh)
-    os.replace(tmp, path)
+    if where:
+        _cache.store(where, value)
     return value
 
 

@@ -76,6 +76,8 @@ import time
 from fractions import Fraction
 from typing import Any
 
+from tmath import _cache
+
 __all__ = ["SCENARIOS", "CACHE_ENV", "run", "sent_bytes", "bytes_by_phase", "tiny_config", "TINY"]
 
 #: Environment variable naming a directory where :func:`run` keeps its results (tests only).
@@ -176,13 +178,9 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     if not 2 <= world <= 8:
         raise ValueError(f"world={world}：进程数取 2 到 8（机器只有几个核）")
     spec = {"world": world, "timeout": float(timeout), "scenarios": _spec(scenarios)}
-    cache = os.environ.get(CACHE_ENV)
-    cached_path = None
-    if cache and os.path.isdir(cache):
-        cached_path = _cache_path(cache, world, spec["scenarios"])
-        if os.path.exists(cached_path):
-            with open(cached_path, encoding="utf-8") as fh:
-                return {**json.load(fh), "cached": True}
+    cached_path, hit = _cache.lookup(CACHE_ENV, _cache_key(world, spec["scenarios"]))
+    if hit is not None:
+        return {**hit, "cached": True}
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tmath-dist-") as tmp:
         path = os.path.join(tmp, "spec.json")
@@ -213,10 +211,7 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     out = {"world": world, "seconds": time.monotonic() - t0, "scenarios": results,
            "startup_seconds": ranks[0].get("startup_seconds"), "cached": False}
     if cached_path:
-        tmp_path = cached_path + f".{os.getpid()}.tmp"
-        with open(tmp_path, "w", encoding="utf-8") as fh:
-            json.dump(out, fh)
-        os.replace(tmp_path, cached_path)  # atomic: a reader never sees half a file
+        _cache.store(cached_path, out)
     return out
 
 
@@ -299,12 +294,13 @@ def _fork_helper(spec_path: str, outdir: str, timeout: float) -> tuple[int, str]
         return os.waitstatus_to_exitcode(status), fh.read()
 
 
+def _cache_key(world: int, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"world": world, "scenarios": scenarios}
+
+
 def _cache_path(cache: str, world: int, scenarios: list[dict[str, Any]]) -> str:
     """Where :func:`run` keeps the result of ``scenarios`` on ``world`` ranks in ``cache``."""
-    import hashlib
-
-    key = json.dumps({"world": world, "scenarios": scenarios}, sort_keys=True)
-    return os.path.join(cache, hashlib.sha256(key.encode()).hexdigest() + ".json")
+    return _cache.path(cache, _cache_key(world, scenarios))
 
 
 def sent_bytes(record: dict[str, Any]) -> int | Fraction:
