@@ -57,10 +57,12 @@ NBVAL_OUTPUT_TIMEOUT = 120
 # each transformers model's parameter and FLOP counts (in a directory made for the session): a
 # chapter's nbval run and its visible-code run, on the same worker, then start one group of
 # gloo processes, and build each model, once instead of twice.
-_CACHE = tempfile.mkdtemp(prefix="tmath-test-cache-")
-os.environ.setdefault("TMATH_DIST_CACHE", _CACHE)
-os.environ.setdefault("TMATH_CROSSCHECK_CACHE", _CACHE)
-atexit.register(shutil.rmtree, _CACHE, True)
+# The xdist workers inherit the controller's directory; the process that makes it removes it.
+if "TMATH_CROSSCHECK_CACHE" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="tmath-test-cache-")
+    os.environ.setdefault("TMATH_DIST_CACHE", _CACHE)
+    os.environ["TMATH_CROSSCHECK_CACHE"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
 
 
 _SERVER: subprocess.Popen | None = None
