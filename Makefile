@@ -6,7 +6,7 @@
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
 #   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
-#   make lab           open the notebooks in JupyterLab
+#   make lab           open the notebooks in JupyterLab (installed on first use: requirements-lab.txt)
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
 #   make clean         remove build outputs (keeps .venv)
 
@@ -16,6 +16,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements.stamp
 TEST_STAMP := $(VENV)/.requirements-crosscheck.stamp
+LAB_STAMP := $(VENV)/.requirements-lab.stamp
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Python caches each module it compiles (__pycache__, in .venv and the repository, both ignored
@@ -51,6 +52,13 @@ $(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml |
 	$(BIN)/python -m pip check
 	@touch $(STAMP) $@
 
+# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: only `make lab`,
+# `make notebooks` and `make setup-cells` need them, not the build or the tests.
+$(LAB_STAMP): requirements-lab.txt $(STAMP)
+	$(PIP_INSTALL) -r requirements-lab.txt
+	$(BIN)/python -m pip check
+	@touch $@
+
 # The build renders the outputs saved in the notebooks and executes nothing (_config.yml).
 book: $(STAMP)
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
@@ -59,7 +67,7 @@ book: $(STAMP)
 # Re-save every notebook executed (two at a time), on the same BLAS settings as `make test`,
 # so the saved outputs are what nbval will compare against. NB=book/x/y.ipynb for one.
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
-notebooks: $(TEST_STAMP)
+notebooks: $(TEST_STAMP) $(LAB_STAMP)
 	@printf '%s\n' $(NB) | $(TEST_BLAS) xargs -P 2 -I{} sh -c 'echo "executing {}"; \
 	  log=$$($(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	    --ExecutePreprocessor.record_timing=False {} 2>&1) || \
@@ -95,11 +103,11 @@ TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE
 test: $(TEST_STAMP) browser
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab book/
 
 # Each notebook's first code cell (hidden on the site) installs tmath from repository.url on Colab.
-setup-cells: $(TEST_STAMP)
+setup-cells: $(TEST_STAMP) $(LAB_STAMP)
 	@set -o pipefail; $(BIN)/python scripts/setup_cells.py | while read -r nb; do \
 	  echo "re-executing $$nb"; \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" 2>/dev/null || exit 1; \

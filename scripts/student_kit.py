@@ -10,9 +10,10 @@ writes ``OUT/transformer-math-kit/`` and ``OUT/transformer-math-kit.zip`` with
   their place ``tmath/_answer_hashes.py`` holds, per key, its tolerance and a salted
   hash of its grid cell (:func:`tmath.exercises.hash_table`, computed from the real
   keys at build time, with fresh salts each build);
-- ``requirements.txt``: what the notebooks need to run and to be opened in JupyterLab,
-  with the versions pinned in the book's ``requirements.txt`` (the closure of
-  :data:`ROOTS` over the installed packages' own requirements);
+- ``requirements.txt``: what the notebooks need to run and to be opened in JupyterLab:
+  the closure of :data:`ROOTS` over the installed packages' own requirements, with the
+  versions pinned in the book's ``requirements.txt``, and all of ``requirements-lab.txt``
+  (JupyterLab and everything it requires, pinned there; the book's venv need not have it);
 - ``README.md``: in Chinese, how to install, open, check an answer and hand in.
 
 Nothing in the kit is a solution or a key: ``tests/test_student_kit.py`` scans it.
@@ -47,10 +48,13 @@ KIT_NAME = "transformer-math-kit"
 #: What a student's environment needs besides tmath's own dependencies (lib/pyproject.toml):
 #: the notebooks import matplotlib (figures; mplfonts is its Chinese font), IPython's display,
 #: ipywidgets (the calculator appendix) and myst-nb (tmath.nb.glue records the numbers the
-#: book's prose cites); jupyterlab opens the notebooks and ipykernel runs them.
+#: book's prose cites); ipykernel runs them. JupyterLab, which opens them, comes with all it
+#: requires from requirements-lab.txt (:data:`LAB`).
 #: Not needed: jupyter-book and Sphinx's extensions, playwright, pytest, ruff. PyTorch and
 #: transformers: only the notebooks listed in the README, which install them on first run.
-ROOTS = ("jupyterlab", "ipykernel", "ipywidgets", "matplotlib", "mplfonts", "myst-nb")
+ROOTS = ("ipykernel", "ipywidgets", "matplotlib", "mplfonts", "myst-nb")
+#: JupyterLab's whole closure, pinned: the book's venv does not install it (`make lab` does).
+LAB = ROOT / "requirements-lab.txt"
 
 
 def _pins(path: Path = ROOT / "requirements.txt") -> dict[str, str]:
@@ -64,11 +68,13 @@ def _pins(path: Path = ROOT / "requirements.txt") -> dict[str, str]:
 
 
 def requirements(roots: tuple[str, ...] = ROOTS) -> list[str]:
-    """``name==version`` for ``roots``, tmath's dependencies and everything they require.
+    """``name==version`` for ``roots``, tmath's dependencies and everything they require,
+    and every package :data:`LAB` pins.
 
     The requirements of each package are read from the installed distributions
     (markers evaluated for this Python, extras followed); versions come from the
-    book's pinned ``requirements.txt``, which must pin every one of them.
+    book's pinned ``requirements.txt``, which must pin every one of them. A package both
+    files pin must have one version (tests/test_requirements.py checks it too).
     """
     lib = tomllib.loads((ROOT / "lib" / "pyproject.toml").read_text(encoding="utf-8"))
     todo = [Requirement(r) for r in (*lib["project"]["dependencies"], *roots)]
@@ -94,7 +100,12 @@ def requirements(roots: tuple[str, ...] = ROOTS) -> list[str]:
                 todo.append(dep)
     if missing:
         raise SystemExit(f"requirements.txt pins no version of {sorted(set(missing))}: add them")
-    return [f"{n}=={pins[n]}" for n in sorted(seen)]
+    out = {n: pins[n] for n in seen}
+    for name, version in _pins(LAB).items():
+        if out.setdefault(name, version) != version:
+            raise SystemExit(f"{LAB.name} pins {name}=={version}, requirements.txt {name}=={out[name]}: "
+                             "give both the same version")
+    return [f"{n}=={out[n]}" for n in sorted(out)]
 
 
 def student_notebooks() -> list[tuple[Path, nbformat.NotebookNode]]:

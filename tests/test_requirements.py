@@ -4,6 +4,11 @@ The Makefile installs ``requirements.txt`` and ``requirements-crosscheck.txt`` w
 ``pip install --no-deps`` (no resolver run) and then ``pip check``: that is only the venv
 the book was tested in if the two files pin every package, dependencies included.  A
 package installed here but pinned nowhere would be missing on the next machine.
+
+``requirements-lab.txt`` (JupyterLab with all it requires) goes on top only for ``make lab``:
+a venv may or may not have it, and where it does, its packages are at its pins.  It shares
+50-odd packages with ``requirements.txt``; each must have one version in both, or ``make lab``
+would change the venv the book was tested in.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import re
 from conftest import ROOT
 
 FILES = ("requirements.txt", "requirements-crosscheck.txt")
+LAB = "requirements-lab.txt"
 #: Installed but pinned elsewhere: pip by the Makefile, tmath is the book's own lib/.
 NOT_IN_FILES = {"pip", "tmath"}
 
@@ -41,11 +47,22 @@ def test_every_installed_package_is_pinned_at_its_version_and_every_pin_is_insta
             assert name not in pinned, f"{name} is pinned twice"
             pinned[name] = version
     installed = {_name(d.metadata["Name"]): d.version for d in md.distributions()}
-    unpinned = sorted(n for n in installed if n not in pinned and n not in NOT_IN_FILES)
-    assert not unpinned, f"installed but not pinned in {FILES}: {unpinned}"
+    lab = pins((ROOT / LAB).read_text(encoding="utf-8"))  # installed or not (`make lab`)
+    unpinned = sorted(n for n in installed if n not in pinned and n not in lab and n not in NOT_IN_FILES)
+    assert not unpinned, f"installed but not pinned in {FILES} or {LAB}: {unpinned}"
     # torch's CPU wheel is 2.13.0+cpu: the local label is not part of the pin
-    wrong = {n: (installed[n], v) for n, v in pinned.items()
+    wrong = {n: (installed[n], v) for n, v in {**lab, **pinned}.items()
              if n in installed and installed[n].split("+")[0] != v}
     assert not wrong, f"installed version differs from the pin (installed, pinned): {wrong}"
     missing = sorted(set(pinned) - set(installed))
     assert not missing, f"pinned but not installed: {missing}"
+
+
+def test_the_lab_file_pins_jupyterlab_at_the_versions_the_book_was_tested_with():
+    lab = pins((ROOT / LAB).read_text(encoding="utf-8"))
+    book = pins((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    assert {"jupyterlab", "jupyter-server", "nbconvert", "ipykernel"} <= set(lab)
+    differ = {n: (v, book[n]) for n, v in lab.items() if n in book and book[n] != v}
+    assert not differ, f"{LAB} and requirements.txt pin these at different versions (lab, book): {differ}"
+    # Not installed by `make book` or `make test`: the build and the tests must not need it.
+    assert "jupyterlab" not in book and "nbconvert" not in book

@@ -317,7 +317,8 @@ def preface_as_built(student: bool) -> str:
 
 def test_student_preface_neither_folds_solutions_nor_sends_readers_to_the_repository():
     student, full = preface_as_built(student=True), preface_as_built(student=False)
-    for stale in ("可折叠", "折叠框", "make book", "make test", "jupyter lab book/", "仓库根目录"):
+    for stale in ("可折叠", "折叠框", "make book", "make test", "make lab", "jupyter lab book/",
+                  "仓库根目录"):
         assert stale not in student, f"the student edition's preface says {stale!r}"
     assert "学生版" in student and "课程包" in student and "my_answer" in student
     assert "make book" in full and "可折叠的“解答”" in full and "make student-kit" in full
