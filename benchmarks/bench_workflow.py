@@ -13,13 +13,15 @@ Run from the repository root, with the venv made (``make .venv/.requirements.sta
 3. ``python -m tmath ledger --preset llama3-70b``: the median of several runs.
 
 Each line prints the time, the goal and the ratio. Nothing is asserted: timings are not
-tests (the machines are shared and noisy); read them.
+tests (the machines are shared and noisy); read them. For the tests, the CPU time they used
+and the CPU time the host took for other work meanwhile (``steal``) say how noisy the run was.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -33,14 +35,33 @@ BIN = Path(sys.executable).parent
 GOALS = {"book": 60.0, "test": 240.0, "ledger": 0.3}
 
 
+def _steal() -> float | None:
+    """Seconds the hypervisor ran something else while this machine's CPUs wanted to run
+    (``steal`` in /proc/stat, summed over CPUs), or None where there is no such count."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+#: (wall, CPU of the command's processes, steal) of the last :func:`wall` call.
+LAST: dict[str, float | None] = {}
+
+
 def wall(cmd: list[str], cwd: Path) -> float:
     # As the Makefile does (`unexport PYTHONDONTWRITEBYTECODE`): Python caches what it compiles.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    before, steal = resource.getrusage(resource.RUSAGE_CHILDREN), _steal()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - start
+    after, steal_after = resource.getrusage(resource.RUSAGE_CHILDREN), _steal()
     if proc.returncode:
         sys.exit(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    LAST.update(wall=elapsed, cpu=after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+                steal=None if steal is None else steal_after - steal)
     return elapsed
 
 
@@ -81,6 +102,10 @@ def main() -> None:
             rest = wall(["make", "test"], tree)
             report("test", venv + rest, "make test on a fresh clone (pip cache warm)")
             print(f"  of which the venv and its installs {venv:6.1f} s, the tests {rest:6.1f} s")
+            # The suite keeps both cores busy: its wall time follows the CPU time it gets. How
+            # much the hypervisor gave to others meanwhile says how loaded the host was.
+            steal = "" if LAST["steal"] is None else f", CPU stolen by the host {LAST['steal']:.1f} s"
+            print(f"  the tests used {LAST['cpu']:.0f} s of CPU on {os.cpu_count()} cores{steal}")
 
 
 if __name__ == "__main__":
