@@ -169,15 +169,36 @@ def _warm_provisioner_class():
     return WarmProvisioner
 
 
-def _use_warm_kernels_in_nbval() -> None:
+def _kernels_on_unix_sockets():
+    """nbval's KernelManager, its kernels listening on Unix sockets (``tmath.grade.kernel_manager``
+    says why: over TCP, a port taken between the client's pick and the kernel's bind left the
+    kernel hung and the notebook's test failed after its start-up timeout)."""
     import uuid
 
-    import nbval.kernel
     from jupyter_client.manager import KernelManager
 
+    class UnixSocketKernelManager(KernelManager):
+        def __init__(self, **kw):
+            if os.name == "posix":
+                folder = tempfile.mkdtemp(prefix="tmath-kernel-")
+                atexit.register(shutil.rmtree, folder, True)
+                kw.setdefault("transport", "ipc")
+                kw.setdefault("ip", os.path.join(folder, "kernel"))
+            super().__init__(**kw)
+
+    return UnixSocketKernelManager, uuid
+
+
+def _use_kernels_in_nbval(warm: bool) -> None:
+    import nbval.kernel
+
+    base, uuid = _kernels_on_unix_sockets()
+    if not warm:
+        nbval.kernel.KernelManager = base
+        return
     provisioner = _warm_provisioner_class()
 
-    class WarmKernelManager(KernelManager):
+    class WarmKernelManager(base):
         async def _async_pre_start_kernel(self, **kw):
             if self.provisioner is None:
                 self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
@@ -189,8 +210,8 @@ def _use_warm_kernels_in_nbval() -> None:
 
 
 def pytest_configure(config):
-    if config.getoption("nbval", False) and os.environ.get("TMATH_COLD_KERNELS") != "1":
-        _use_warm_kernels_in_nbval()
+    if config.getoption("nbval", False):
+        _use_kernels_in_nbval(warm=os.environ.get("TMATH_COLD_KERNELS") != "1")
 
 
 def pytest_unconfigure(config):

@@ -221,6 +221,8 @@ def test_nbval_kernels_are_forked_warm_and_behave_like_cold_ones(tmp_path):
     assert (nbval.kernel.KernelManager.__name__ == "WarmKernelManager") == warm
     km, kc = nbval.kernel.start_new_kernel(kernel_name=nbval.kernel.CURRENT_ENV_KERNEL_NAME,
                                            cwd=str(tmp_path), env={**os.environ, "TMATH_PROBE": "42"})
+    # Unix sockets, not TCP ports that another program could take first (the root conftest)
+    assert km.transport == ("ipc" if os.name == "posix" else "tcp")
     printed = []
     try:
         kc.execute_interactive(

@@ -699,3 +699,26 @@ def test_grade_does_not_count_the_kernel_start_against_the_timeout(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig").splitlines()[1]
     assert row.startswith("gina,") and "超时" not in row and "无法运行" not in row, row
+
+
+@pytest.mark.skipif(os.name != "posix", reason="ZeroMQ has Unix sockets only on POSIX systems")
+def test_grade_kernels_listen_on_unix_sockets_in_a_folder_removed_afterwards(tmp_path):
+    """Over TCP, a port taken by another program between the client's pick and the kernel's
+    bind leaves ipykernel hung (it does not exit when its IOPub or heartbeat bind fails): a
+    notebook that failed "Kernel didn't respond in 300 seconds" in a run of this suite. The
+    grader's kernels use Unix sockets in a folder of their own; the kernel reports its own."""
+    submitted = tmp_path / "submitted" / "hana"
+    submitted.mkdir(parents=True)
+    probe = ("from pathlib import Path\n"
+             "from ipykernel.kernelapp import IPKernelApp\n"
+             "app = IPKernelApp.instance()\n"
+             "print(app.transport, app.ip, sorted(p.name for p in Path(app.ip).parent.iterdir()))")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)])
+    nbformat.write(nb, submitted / "tour.ipynb")
+    proc = _grade(tmp_path / "submitted", tmp_path / "grades.csv")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    executed = nbformat.read(tmp_path / "autograded" / "hana" / "tour.ipynb", as_version=4)
+    transport, ip, files = executed.cells[0].outputs[0]["text"].split(" ", 2)
+    assert transport == "ipc", executed.cells[0].outputs
+    assert files.strip() == str([f"kernel-{n}" for n in range(1, 6)])
+    assert not Path(ip).parent.exists(), "the sockets' folder is removed after the notebook"

@@ -24,7 +24,11 @@ raises does not stop the cells after it), and ``--timeout`` seconds for the whol
 notebook's cells, counted from the moment its kernel answers: the kernel gets
 :data:`KERNEL_START_SECONDS` of its own to start, so a busy machine (many notebooks
 graded at once) does not fail a student before any cell has run.  One process per
-notebook: nothing a notebook does stops the run.
+notebook: nothing a notebook does stops the run.  On Linux and macOS the kernel talks
+over Unix sockets in a folder of its own (ZeroMQ's ``ipc`` transport), not TCP ports:
+with TCP, a port the client picked for the kernel can be taken by another program before
+the kernel binds it, and ipykernel, failing to bind its IOPub or heartbeat port, does not
+exit but hangs, so the notebook would fail after :data:`KERNEL_START_SECONDS`.
 
 **Answers** are read only from the cells tagged ``answer`` (the student
 edition's answer cells, :mod:`student_edition`): each ``my_answer(label, value)``
@@ -46,6 +50,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -226,8 +231,9 @@ def _worker(argv: list[str]) -> int:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     deadline = float("inf")  # set once the kernel answers: the budget is the cells'
+    sockets = tempfile.mkdtemp(prefix="tmath-kernel-")
     client = NotebookClient(
-        nb, kernel_name="python3", allow_errors=True, interrupt_on_timeout=False,
+        nb, km=kernel_manager(sockets), allow_errors=True, interrupt_on_timeout=False,
         startup_timeout=KERNEL_START_SECONDS,
         timeout_func=lambda cell: max(0.1, deadline - time.monotonic()),
         extra_arguments=["--HistoryManager.hist_file=:memory:"],
@@ -251,9 +257,20 @@ def _worker(argv: list[str]) -> int:
         status = {"status": "dead"}
     except Exception as e:  # noqa: BLE001 - reported in the student's row, never raised
         status = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+    shutil.rmtree(sockets, ignore_errors=True)
     nbformat.write(nb, dest)
     Path(status_file).write_text(json.dumps(status), encoding="utf-8")
     return 0
+
+
+def kernel_manager(folder: str, kernel_name: str = "python3"):
+    """A kernel manager whose kernel listens on Unix sockets in ``folder`` (no TCP port that
+    another program could take first: see the module's docstring); TCP where there are none."""
+    from jupyter_client.manager import KernelManager
+
+    if os.name != "posix":
+        return KernelManager(kernel_name=kernel_name)
+    return KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(folder, "kernel"))
 
 
 # --- reading and checking -------------------------------------------------------------------------
