@@ -264,13 +264,15 @@ def _worker(argv: list[str]) -> int:
 
 
 def kernel_manager(folder: str, kernel_name: str = "python3"):
-    """A kernel manager whose kernel listens on Unix sockets in ``folder`` (no TCP port that
-    another program could take first: see the module's docstring); TCP where there are none."""
-    from jupyter_client.manager import KernelManager
+    """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
+    event loop while it waits for output, and a cell's timeout never fires), its kernel
+    listening on Unix sockets in ``folder`` (no TCP port that another program could take
+    first: see the module's docstring); on TCP where there are none."""
+    from jupyter_client.manager import AsyncKernelManager
 
     if os.name != "posix":
-        return KernelManager(kernel_name=kernel_name)
-    return KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(folder, "kernel"))
+        return AsyncKernelManager(kernel_name=kernel_name)
+    return AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(folder, "kernel"))
 
 
 # --- reading and checking -------------------------------------------------------------------------
