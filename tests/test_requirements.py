@@ -5,7 +5,8 @@ The Makefile installs ``requirements.txt`` and ``requirements-crosscheck.txt`` w
 the book was tested in if the two files pin every package, dependencies included.  A
 package installed here but pinned nowhere would be missing on the next machine.
 
-``requirements-lab.txt`` (JupyterLab with all it requires) goes on top only for ``make lab``:
+``requirements-lab.txt`` (JupyterLab with all it requires) goes on top only for ``make lab``,
+``make notebooks`` and ``make setup-cells``:
 a venv may or may not have it, and where it does, its packages are at its pins.  It shares
 50-odd packages with ``requirements.txt``; each must have one version in both, or ``make lab``
 would change the venv the book was tested in.
@@ -60,9 +61,40 @@ def test_every_installed_package_is_pinned_at_its_version_and_every_pin_is_insta
 
 def test_the_lab_file_pins_jupyterlab_at_the_versions_the_book_was_tested_with():
     lab = pins((ROOT / LAB).read_text(encoding="utf-8"))
-    book = pins((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    book = {n: v for f in FILES for n, v in pins((ROOT / f).read_text(encoding="utf-8")).items()}
     assert {"jupyterlab", "jupyter-server", "nbconvert", "ipykernel"} <= set(lab)
     differ = {n: (v, book[n]) for n, v in lab.items() if n in book and book[n] != v}
-    assert not differ, f"{LAB} and requirements.txt pin these at different versions (lab, book): {differ}"
+    assert not differ, f"{LAB} and {FILES} pin these at different versions (lab, theirs): {differ}"
     # Not installed by `make book` or `make test`: the build and the tests must not need it.
     assert "jupyterlab" not in book and "nbconvert" not in book
+
+
+def _unpinned_requirements(pinned: dict[str, str]) -> dict[str, list[str]]:
+    """What the packages of ``pinned`` require (markers evaluated here, extras followed) and
+    ``pinned`` does not pin, read from the installed packages' metadata."""
+    from packaging.markers import default_environment
+    from packaging.requirements import Requirement
+
+    env = default_environment()
+
+    def requires(name: str, extra: str = "") -> list[Requirement]:
+        reqs = [Requirement(r) for r in md.requires(name) or []]
+        return [r for r in reqs if (r.marker is None and not extra)
+                or (r.marker is not None and r.marker.evaluate({**env, "extra": extra}))]
+
+    missing: dict[str, list[str]] = {}
+    for name in pinned:
+        for req in requires(name):
+            needed = [req.name] + [r.name for extra in req.extras for r in requires(req.name, extra)]
+            missing.setdefault(name, []).extend(n for n in needed if _name(n) not in pinned)
+    return {name: sorted(set(ns)) for name, ns in missing.items() if ns}
+
+
+def test_make_book_s_requirements_are_closed_on_their_own():
+    """`make book` installs requirements.txt alone (--no-deps) and runs `pip check`: everything its
+    packages require must be pinned in it, not only in requirements-crosscheck.txt, which `make
+    test` adds (sphinx-togglebutton's setuptools was pinned only there: `make book` failed on a
+    fresh clone)."""
+    book = pins((ROOT / "requirements.txt").read_text(encoding="utf-8"))
+    missing = _unpinned_requirements(book)
+    assert not missing, f"required by packages of requirements.txt, pinned only elsewhere: {missing}"
