@@ -173,8 +173,6 @@ def _kernels_on_unix_sockets():
     """nbval's KernelManager, its kernels listening on Unix sockets (``tmath.grade.kernel_manager``
     says why: over TCP, a port taken between the client's pick and the kernel's bind left the
     kernel hung and the notebook's test failed after its start-up timeout)."""
-    import uuid
-
     from jupyter_client.manager import KernelManager
 
     class UnixSocketKernelManager(KernelManager):
@@ -186,13 +184,15 @@ def _kernels_on_unix_sockets():
                 kw.setdefault("ip", os.path.join(folder, "kernel"))
             super().__init__(**kw)
 
-    return UnixSocketKernelManager, uuid
+    return UnixSocketKernelManager
 
 
 def _use_kernels_in_nbval(warm: bool) -> None:
+    import uuid
+
     import nbval.kernel
 
-    base, uuid = _kernels_on_unix_sockets()
+    base = _kernels_on_unix_sockets()
     if not warm:
         nbval.kernel.KernelManager = base
         return
