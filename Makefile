@@ -66,11 +66,15 @@ book: $(STAMP)
 
 # Re-save every notebook executed (two at a time), on the same BLAS settings as `make test`,
 # so the saved outputs are what nbval will compare against. NB=book/x/y.ipynb for one.
+# The kernel listens on Unix sockets in a folder of its own, not on TCP ports (lib/tmath/grade.py
+# says why: a port taken by another process between the pick and the bind hangs ipykernel).
 NB ?= $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+IPC_KERNEL := --KernelManager.transport=ipc --KernelManager.ip
 notebooks: $(TEST_STAMP) $(LAB_STAMP)
-	@printf '%s\n' $(NB) | $(TEST_BLAS) xargs -P 2 -I{} sh -c 'echo "executing {}"; \
+	@printf '%s\n' $(NB) | $(TEST_BLAS) xargs -P 2 -I{} sh -c 'echo "executing {}"; k=$$(mktemp -d); \
 	  log=$$($(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.record_timing=False {} 2>&1) || \
+	    --ExecutePreprocessor.record_timing=False $(IPC_KERNEL)=$$k/kernel {} 2>&1); status=$$?; rm -rf "$$k"; \
+	  [ $$status = 0 ] || \
 	  { echo "FAILED: {}"; echo "$$log" | sed "s/\x1b\[[0-9;]*m//g" | tail -n 25; exit 255; }'
 
 book-student: $(STAMP)
@@ -109,8 +113,9 @@ lab: $(LAB_STAMP)
 # Each notebook's first code cell (hidden on the site) installs tmath from repository.url on Colab.
 setup-cells: $(TEST_STAMP) $(LAB_STAMP)
 	@set -o pipefail; $(BIN)/python scripts/setup_cells.py | while read -r nb; do \
-	  echo "re-executing $$nb"; \
-	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace "$$nb" 2>/dev/null || exit 1; \
+	  echo "re-executing $$nb"; k=$$(mktemp -d); \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace $(IPC_KERNEL)=$$k/kernel "$$nb" 2>/dev/null \
+	    || exit 1; rm -rf "$$k"; \
 	done
 
 clean:
