@@ -725,3 +725,10 @@ def test_grade_kernels_listen_on_unix_sockets_in_a_folder_removed_afterwards(tmp
     assert transport == "ipc", executed.cells[0].outputs
     assert files.strip() == str([f"kernel-{n}" for n in range(1, 6)])
     assert not Path(ip).parent.exists(), "the sockets' folder is removed after the notebook"
+
+
+def test_grade_falls_back_to_tcp_where_a_socket_path_would_be_too_long():
+    from tmath.grade import kernel_manager
+
+    assert kernel_manager("/tmp/tmath-kernel-x").transport == ("ipc" if os.name == "posix" else "tcp")
+    assert kernel_manager("/tmp/" + "x" * 100).transport == "tcp"

@@ -267,12 +267,14 @@ def kernel_manager(folder: str, kernel_name: str = "python3"):
     """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
     event loop while it waits for output, and a cell's timeout never fires), its kernel
     listening on Unix sockets in ``folder`` (no TCP port that another program could take
-    first: see the module's docstring); on TCP where there are none."""
+    first: see the module's docstring); on TCP where there are none, or where ``folder`` is so
+    deep that a socket's path would pass the 104 bytes some systems allow (macOS)."""
     from jupyter_client.manager import AsyncKernelManager
 
-    if os.name != "posix":
+    ip = os.path.join(folder, "kernel")
+    if os.name != "posix" or len(os.fsencode(ip)) + len("-5") >= 104:
         return AsyncKernelManager(kernel_name=kernel_name)
-    return AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(folder, "kernel"))
+    return AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=ip)
 
 
 # --- reading and checking -------------------------------------------------------------------------
