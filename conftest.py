@@ -170,19 +170,18 @@ def _warm_provisioner_class():
 
 
 def _kernels_on_unix_sockets():
-    """nbval's KernelManager, its kernels listening on Unix sockets (``tmath.grade.kernel_manager``
+    """nbval's KernelManager, its kernels listening on Unix sockets (``tmath.grade.unix_sockets``
     says why: over TCP, a port taken between the client's pick and the kernel's bind left the
     kernel hung and the notebook's test failed after its start-up timeout)."""
     from jupyter_client.manager import KernelManager
 
+    from tmath.grade import unix_sockets
+
     class UnixSocketKernelManager(KernelManager):
         def __init__(self, **kw):
-            if os.name == "posix":
-                folder = tempfile.mkdtemp(prefix="tmath-kernel-")
-                atexit.register(shutil.rmtree, folder, True)
-                kw.setdefault("transport", "ipc")
-                kw.setdefault("ip", os.path.join(folder, "kernel"))
-            super().__init__(**kw)
+            folder = tempfile.mkdtemp(prefix="tmath-kernel-")
+            atexit.register(shutil.rmtree, folder, True)
+            super().__init__(**{**unix_sockets(folder), **kw})
 
     return UnixSocketKernelManager
 

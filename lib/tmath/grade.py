@@ -263,18 +263,24 @@ def _worker(argv: list[str]) -> int:
     return 0
 
 
-def kernel_manager(folder: str, kernel_name: str = "python3"):
-    """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
-    event loop while it waits for output, and a cell's timeout never fires), its kernel
-    listening on Unix sockets in ``folder`` (no TCP port that another program could take
-    first: see the module's docstring); on TCP where there are none, or where ``folder`` is so
-    deep that a socket's path would pass the 104 bytes some systems allow (macOS)."""
-    from jupyter_client.manager import AsyncKernelManager
-
+def unix_sockets(folder: str) -> dict[str, str]:
+    """A kernel manager's settings for a kernel listening on Unix sockets in ``folder`` (no TCP
+    port that another program could take first: see the module's docstring); none, so TCP,
+    where there are no Unix sockets, or where ``folder`` is so deep that a socket's path would
+    pass the 104 bytes some systems allow (macOS)."""
     ip = os.path.join(folder, "kernel")
     if os.name != "posix" or len(os.fsencode(ip)) + len("-5") >= 104:
-        return AsyncKernelManager(kernel_name=kernel_name)
-    return AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=ip)
+        return {}
+    return {"transport": "ipc", "ip": ip}
+
+
+def kernel_manager(folder: str, kernel_name: str = "python3"):
+    """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
+    event loop while it waits for output, and a cell's timeout never fires), on
+    :func:`unix_sockets` in ``folder``."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    return AsyncKernelManager(kernel_name=kernel_name, **unix_sockets(folder))
 
 
 # --- reading and checking -------------------------------------------------------------------------
