@@ -17,6 +17,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.requirements.stamp
 TEST_STAMP := $(VENV)/.requirements-crosscheck.stamp
 LAB_STAMP := $(VENV)/.requirements-lab.stamp
+# The website's in-browser runtime (book/_ext/pyodide_site.py): Pyodide from npm, pinned by
+# package-lock.json, and the SymPy and mpmath wheels of requirements-pyodide.txt, by hash.
+NPM_STAMP := node_modules/.package-lock.json
+WHEELS_DIR := $(VENV)/pyodide-wheels
+WHEELS_STAMP := $(WHEELS_DIR)/.stamp
+SITE_RUNTIME := $(NPM_STAMP) $(WHEELS_STAMP)
 JB_FLAGS := -W -n --keep-going
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Python caches each module it compiles (__pycache__, in .venv and the repository, both ignored
@@ -59,8 +65,18 @@ $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(BIN)/python -m pip check
 	@touch $@
 
+# npm ci installs exactly what package-lock.json records (Node.js and npm come with the machine).
+$(NPM_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm is missing: install Node.js 18+ with npm (Debian: apt-get install nodejs npm)"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+
+$(WHEELS_STAMP): requirements-pyodide.txt | $(BIN)/python
+	$(BIN)/python -m pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+	  -r requirements-pyodide.txt -d $(WHEELS_DIR)
+	@touch $@
+
 # The build renders the outputs saved in the notebooks and executes nothing (_config.yml).
-book: $(STAMP)
+book: $(STAMP) $(SITE_RUNTIME)
 	$(BIN)/jupyter-book build . $(JB_FLAGS)
 	@echo "Open _build/html/index.html in a browser."
 
@@ -77,7 +93,7 @@ notebooks: $(TEST_STAMP) $(LAB_STAMP)
 	  [ $$status = 0 ] || \
 	  { echo "FAILED: {}"; echo "$$log" | sed "s/\x1b\[[0-9;]*m//g" | tail -n 25; exit 255; }'
 
-book-student: $(STAMP)
+book-student: $(STAMP) $(SITE_RUNTIME)
 	BOOK_EDITION=student $(BIN)/jupyter-book build . --path-output _build/student $(JB_FLAGS)
 	@echo "Student edition: _build/student/_build/html/index.html"
 
@@ -104,7 +120,7 @@ browser:
 # OPENBLAS_CORETYPE (some CPUs need it), only the thread count changes.
 TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE=Prescott)
 
-test: $(TEST_STAMP) browser
+test: $(TEST_STAMP) $(SITE_RUNTIME) browser
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lab: $(LAB_STAMP)

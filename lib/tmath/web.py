@@ -1,0 +1,225 @@
+"""The book's website runs ``tmath`` in the reader's browser (Pyodide, in a Web Worker).
+
+This module is the small Python side of that: the page's script (``tmath.js``, copied into
+the site by ``book/_ext/pyodide_site.py``) only moves strings and draws the page, and every
+number it shows comes from here, that is from the same ``tmath`` the book, the command line
+and the tests use.
+
+- :func:`run_cli` runs ``tmath``'s command line with the argv a terminal would take, after
+  writing the reader's files (an uploaded ``config.json``) into a fresh folder: what it
+  returns is what ``python -m tmath ARGV`` prints, byte for byte, and its exit status.
+- :func:`run_cell` runs a cell the reader edited on the page and returns what a notebook
+  would show of it (what it prints, and the value of its last expression as text and, for a
+  SymPy object, as LaTeX).
+- :func:`check_answer` checks an answer against the site's hashed keys, as ``tmath.check``
+  does; it never sees a key.
+
+All three return plain JSON text, so the worker hands them to the page unchanged. Nothing
+here runs code that came from a URL: the page passes argv strings and file contents (data),
+and a cell's source only when the reader has typed or run it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+from typing import Any
+
+__all__ = ["run_cli", "run_cell", "run_prelude", "check_answer", "reset_cells", "display", "shown"]
+
+#: Where the reader's files are written: a new folder for each run, removed afterwards.
+_WORK_ROOT = os.path.join(tempfile.gettempdir(), "tmath-web")
+#: The largest file the page may pass (the command line reads a config.json whole).
+MAX_FILE_BYTES = 64 * 2**20
+
+
+def _safe_name(name: str) -> str:
+    """A file name the reader gave (``config.json``, ``Qwen3-8B/config.json``), kept inside
+    the run's folder: no absolute path, no ``..``."""
+    parts = [p for p in str(name).replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        raise ValueError(f"文件名 {name!r} 不可用：请给出相对路径，不含 ..")
+    return os.path.join(*parts)
+
+
+def run_cli(argv: list[str] | str, files: dict[str, str] | None = None) -> str:
+    """Run ``python -m tmath *argv`` here; return ``{"stdout", "stderr", "exitCode"}`` as JSON.
+
+    ``argv`` is a list of strings (or its JSON text); ``files`` maps relative file names to
+    their text, written into a new folder that is the current directory while the command
+    runs.  The output is what the terminal shows: the command line's own text and errors, its
+    exit status (0, or 2 for an error it explains), and for a failure it does not explain,
+    Python's traceback and status 1, as ``python -m`` would give.
+    """
+    from tmath.cli import main
+
+    if isinstance(argv, str):
+        argv = json.loads(argv)
+    if isinstance(files, str):
+        files = json.loads(files)
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a list of strings")
+    os.makedirs(_WORK_ROOT, exist_ok=True)
+    work = tempfile.mkdtemp(dir=_WORK_ROOT)
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        for name, text in (files or {}).items():
+            path = os.path.join(work, _safe_name(name))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            data = str(text).encode("utf-8")
+            if len(data) > MAX_FILE_BYTES:
+                raise ValueError(f"文件 {name} 太大：{len(data):,} 字节，上限 {MAX_FILE_BYTES:,} 字节")
+            with open(path, "wb") as fh:
+                fh.write(data)
+        os.chdir(work)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(argv))
+            except SystemExit as e:  # argparse's --help, or a sub-command that exits
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+            except BaseException:  # what `python -m tmath` would print: a traceback, status 1
+                traceback.print_exc()
+                status = 1
+    except ValueError as e:
+        err.write(f"tmath: 错误：{e}\n")
+        status = 2
+    finally:
+        os.chdir(here)
+        shutil.rmtree(work, ignore_errors=True)
+    return json.dumps({"stdout": out.getvalue(), "stderr": err.getvalue(),
+                       "exitCode": int(status or 0)}, ensure_ascii=False)
+
+
+# --- cells the reader runs on the page -----------------------------------------------------
+
+_CELL_NAMESPACES: dict[str, dict[str, Any]] = {}
+#: The outputs of the cell that is running (what ``display`` and ``print`` add to).
+_OUTPUTS: list[dict[str, str]] = []
+
+
+def reset_cells(page: str) -> None:
+    """Forget what the cells of ``page`` defined (the page's "重新开始")."""
+    _CELL_NAMESPACES.pop(page, None)
+
+
+class _Stream(io.TextIOBase):
+    """``sys.stdout`` while a cell runs: text goes to the cell's outputs, in order with what
+    it displays (consecutive writes make one output, as a notebook shows them)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if _OUTPUTS and _OUTPUTS[-1].get("stream") == self.name:
+            _OUTPUTS[-1]["text"] += text
+        else:
+            _OUTPUTS.append({"stream": self.name, "text": text})
+        return len(text)
+
+
+def shown(value: Any) -> dict[str, str]:
+    """What a notebook shows of ``value``: its text and, where it has them, its LaTeX and
+    Markdown (``_repr_latex_``, ``_repr_markdown_``)."""
+    if isinstance(value, dict | list | tuple | set | frozenset):  # as IPython pretty-prints
+        import pprint
+
+        data = {"text/plain": pprint.pformat(value, width=79, sort_dicts=False)}
+    else:
+        data = {"text/plain": repr(value)}
+    for mime, method in (("text/latex", "_repr_latex_"), ("text/markdown", "_repr_markdown_")):
+        fn = getattr(value, method, None)
+        if callable(fn):
+            with contextlib.suppress(Exception):
+                text = fn()
+                if isinstance(text, str):
+                    data[mime] = text
+    return data
+
+
+def display(*values: Any) -> None:
+    """``IPython.display.display`` in the page: each value becomes one output of the cell."""
+    for value in values:
+        if value is not None:
+            _OUTPUTS.append({"data": shown(value)})
+
+
+def run_prelude(page: str, statements: list[str] | str) -> str:
+    """Run, one by one, the statements of earlier cells that a cell needs (those of a cell the
+    page cannot run as a whole that can run here: its imports of SymPy and tmath, say);
+    returns JSON ``{"errors": [...]}``, one line per statement that raised."""
+    if isinstance(statements, str):
+        statements = json.loads(statements)
+    errors = []
+    for source in statements:
+        result = json.loads(run_cell(page, source))
+        if result["error"]:
+            errors.append(result["error"])
+    return json.dumps({"errors": errors}, ensure_ascii=False)
+
+
+def run_cell(page: str, source: str) -> str:
+    """Run one cell's ``source`` in ``page``'s namespace, as a notebook would.
+
+    Returns JSON ``{"outputs": [...], "error": ...}``: the outputs in the order the cell made
+    them, each ``{"stream": "stdout", "text": …}`` or ``{"data": {"text/plain": …,
+    "text/latex": …}}`` (what it displayed, then the value of its last expression unless
+    that is None), and, when it raised, the error as Python's last line of a traceback.
+    """
+    ns = _CELL_NAMESPACES.setdefault(page, {"__name__": "__main__"})
+    _OUTPUTS.clear()
+    error = None
+    try:
+        tree = ast.parse(source, filename="<cell>", mode="exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        with contextlib.redirect_stdout(_Stream("stdout")), \
+                contextlib.redirect_stderr(_Stream("stderr")):
+            exec(compile(tree, "<cell>", "exec"), ns)  # noqa: S102 - the reader's own cell
+            if last is not None:
+                display(eval(compile(last, "<cell>", "eval"), ns))  # noqa: S307
+    except BaseException as e:  # the reader's code: report it, never stop the worker
+        error = "".join(traceback.format_exception_only(type(e), e)).strip()
+    outputs = list(_OUTPUTS)
+    _OUTPUTS.clear()
+    return json.dumps({"outputs": outputs, "error": error}, ensure_ascii=False)
+
+
+# --- answer boxes ------------------------------------------------------------------------
+
+
+def check_answer(label: str, text: str) -> str:
+    """Check the answer ``text`` (what the reader typed) to exercise ``label``.
+
+    Returns JSON ``{"correct": bool, "message": …}``: the verdict ``tmath.check`` prints
+    (✓ 正确 / ✗ 还不对 with the tolerance), never the key.  ``text`` is read as a number
+    (``1.5e9``, ``1,234``, ``32.08%`` is read as 32.08); anything else is refused in Chinese.
+    """
+    from tmath.exercises import check
+
+    raw = str(text).strip().replace(",", "").replace("，", "").replace("_", "")
+    if raw.endswith("%"):
+        raw = raw[:-1].strip()
+    try:
+        value: float | int = int(raw) if raw.lstrip("+-").isdigit() else float(raw)
+    except ValueError:
+        return json.dumps({"correct": False, "message": f"“{str(text)[:40]}”不是一个数：请只填数字，"
+                           "例如 1.5e9 或 32.08"}, ensure_ascii=False)
+    try:
+        verdict = check(value, label)
+    except (TypeError, ValueError) as e:
+        return json.dumps({"correct": False, "message": str(e)}, ensure_ascii=False)
+    return json.dumps({"correct": bool(verdict), "message": repr(verdict)}, ensure_ascii=False)
