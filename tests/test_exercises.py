@@ -241,7 +241,7 @@ def test_relative_grid_accepts_isclose_and_nothing_beyond(key, sign, tol, frac):
 def _hashed(key):
     from dataclasses import replace
 
-    salted = replace(key, salt="0123abcd")
+    salted = replace(key, salt="0123abcd", iterations=2)  # the KDF's cost is the benchmark's
     return replace(salted, compute=None, digest=salted.key_digest())
 
 
@@ -270,14 +270,45 @@ def test_the_hashed_check_agrees_with_the_full_check_on_every_key():
 def test_the_hash_table_holds_no_key():
     from tmath.exercises import hash_table
 
-    table = hash_table()
+    table = hash_table(iterations=10)
     assert set(table) == set(labels())
     for entry in table.values():
-        assert set(entry) == {"rel_tol", "abs_tol", "unit", "count", "digits", "decimals", "salt", "digest"}
+        assert set(entry) == {"rel_tol", "abs_tol", "unit", "count", "digits", "decimals", "salt",
+                              "iterations", "digest"}
         assert re.fullmatch(r"[0-9a-f]{64}", entry["digest"]) and re.fullmatch(r"[0-9a-f]{32}", entry["salt"])
     salts = [e["salt"] for e in table.values()]
     assert len(set(salts)) == len(salts), "one salt per key"
-    assert hash_table()["ex-tour-1"]["salt"] != table["ex-tour-1"]["salt"], "fresh salts per build"
+    again = hash_table(["ex-tour-1"], iterations=10)
+    assert set(again) == {"ex-tour-1", "ex-tour-1/share"}
+    assert again["ex-tour-1"]["salt"] != table["ex-tour-1"]["salt"], "fresh salts per build"
+
+
+def test_the_hashes_are_pbkdf2_at_the_book_s_cost(monkeypatch):
+    """A kit's hash is PBKDF2-HMAC-SHA256 of ``label:cell`` with the key's salt, at
+    KDF_ITERATIONS unless TMATH_KDF_ITERATIONS says otherwise; the pure-Python PBKDF2 (what
+    Pyodide falls back on) gives hashlib's bytes."""
+    import hashlib
+
+    from tmath.exercises import KDF_ITERATIONS, AnswerKey, hash_table, pbkdf2_sha256
+
+    monkeypatch.delenv("TMATH_KDF_ITERATIONS", raising=False)
+    assert KDF_ITERATIONS >= 100_000
+    entry = hash_table(["ex-tour-2"])["ex-tour-2"]
+    assert entry["iterations"] == KDF_ITERATIONS
+    key = AnswerKey("ex-tour-2", None, **entry)
+    cell = key.candidates(float(tmath.exercises._KEYS["ex-tour-2"].compute()))[0]
+    want = hashlib.pbkdf2_hmac("sha256", f"ex-tour-2:{cell}".encode(), bytes.fromhex(entry["salt"]),
+                               KDF_ITERATIONS).hex()
+    assert want == entry["digest"]
+    monkeypatch.setenv("TMATH_KDF_ITERATIONS", "7")
+    assert hash_table(["ex-tour-2"])["ex-tour-2"]["iterations"] == 7
+    monkeypatch.delattr(hashlib, "pbkdf2_hmac")
+    # RFC 7914, section 11: PBKDF2-HMAC-SHA-256, P = "passwd", S = "salt", c = 1 (first 32 bytes)
+    assert pbkdf2_sha256(b"passwd", b"salt", 1).hex() == (
+        "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc")
+    # OpenSSL's bytes (hashlib.pbkdf2_hmac, printed once) for more than one iteration
+    assert pbkdf2_sha256(b"ex-1:+3", b"salt", 5).hex() == (
+        "ffcda05bd014bb004121d33a3cda374a6da9fff144584aba854a3efb39f68219")
 
 
 @pytest.mark.parametrize(

@@ -424,11 +424,33 @@ def classify(nb: dict, table: ModuleTable | None = None) -> list[Cell]:
 
 
 def _hash_table() -> dict:
-    from tmath.exercises import hash_table
+    """The salted PBKDF2 hashes of the practice keys (every key but those of the exercises named
+    in ``BOOK_GRADED``: a graded exercise gets no hash and no answer box). Kept in
+    ``_build/.tmath/answer-hashes.json`` while the keys and the iteration count stay the same:
+    hashing every key costs some 15 s of CPU."""
+    import hashlib
+
+    import tmath.exercises as ex
 
     graded = {x.strip() for x in os.environ.get("BOOK_GRADED", "").split(",") if x.strip()}
-    return {label: entry for label, entry in hash_table().items()
-            if label.split("/")[0] not in graded}
+    practice = [label for label in ex.labels() if label.split("/")[0] not in graded]
+    keys = {label: ex._KEYS[label] for label in practice}
+    what = json.dumps([[k, repr(float(v.compute())), v.rel_tol, v.abs_tol, v.count, v.unit,
+                        v.digits, v.decimals] for k, v in keys.items()] + [ex.kdf_iterations()])
+    fingerprint = hashlib.sha256(what.encode()).hexdigest()
+    cache = ROOT / "_build" / ".tmath" / "answer-hashes.json"
+    try:
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+        if saved.get("fingerprint") == fingerprint:
+            return saved["table"]
+    except (OSError, ValueError):
+        pass
+    table = ex.hash_table(practice)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"fingerprint": fingerprint, "table": table}), encoding="utf-8")
+    os.replace(tmp, cache)
+    return table
 
 
 def bundle_tmath(dest: Path, table: dict) -> None:
@@ -524,7 +546,7 @@ def _doctree_resolved(app, doctree, docname: str) -> None:
     # answer boxes under every exercise with a numeric key
     from sphinx_exercise.nodes import exercise_enumerable_node
 
-    table = _STATE['hashes']
+    table = _STATE["hashes"]
     for ex in doctree.findall(exercise_enumerable_node):
         label = ex.get("label", "")
         parts = [k for k in table if k == label or k.startswith(label + "/")]
@@ -538,7 +560,7 @@ def _doctree_resolved(app, doctree, docname: str) -> None:
     # cells the reader can run
     nb = _notebook(app, docname)
     if nb is not None:
-        cells = classify(nb, _STATE['modules'])
+        cells = classify(nb, _STATE["modules"])
         by_index = {c.index: c for c in cells}
         runnable = 0
         for container in doctree.findall(nodes.container):
@@ -596,23 +618,30 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
     # Added in html-page-context, an asset goes to this page only (Sphinx resets the lists).
     app.add_css_file("tmath/tmath.css")
     app.add_js_file("tmath/tmath.js", defer="defer")
-    data = {"page": pagename, "cells": info["cells"], "options": _STATE['options']}
+    data = {"page": pagename, "cells": info["cells"], "options": _STATE["options"]}
     blob = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
     context["body"] = (context.get("body", "") +
                        f'<script type="application/json" id="tmath-page">{blob}</script>')
 
 
+def widget_options() -> dict[str, list[str]]:
+    """The choices the forms offer, from tmath itself (the page has no Python before a reader
+    asks for a computation, so the build writes them into the page)."""
+    import tmath
+    from tmath.hardware import hardware_names
+    from tmath.memory import RECIPES
+    from tmath.serving import DTYPE_BYTES
+
+    return {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": list(DTYPE_BYTES),
+            "recipes": list(RECIPES)}
+
+
 def _builder_inited(app) -> None:
     if app.builder.format != "html":
         return
-    import tmath
-    from tmath.hardware import hardware_names
-    from tmath.serving import DTYPE_BYTES
-
-    _STATE['modules'] = ModuleTable()
-    _STATE['hashes'] = _hash_table()
-    _STATE['options'] = {"presets": tmath.presets(), "gpus": hardware_names(),
-                             "dtypes": list(DTYPE_BYTES)}
+    _STATE["modules"] = ModuleTable()
+    _STATE["hashes"] = _hash_table()
+    _STATE["options"] = widget_options()
 
 
 def _build_finished(app, exception) -> None:
@@ -620,7 +649,7 @@ def _build_finished(app, exception) -> None:
         return
     from sphinx.util import logging
 
-    copy_runtime(Path(app.outdir), _STATE['hashes'])
+    copy_runtime(Path(app.outdir), _STATE["hashes"])
     total = sum(v.get("runnable", 0) for v in _COUNTS.values())
     reasons: dict[str, int] = {}
     for counts in _COUNTS.values():

@@ -43,6 +43,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -713,6 +714,30 @@ def config_json_path(path: str | os.PathLike) -> str:
     return p
 
 
+#: Deepest nesting of arrays and objects a config.json may have (real ones have three or four
+#: levels). Checked before parsing: Python's parser recurses once per level, and where its
+#: stack is small (Pyodide in the browser) a deep file overflows it before RecursionError.
+MAX_JSON_DEPTH = 64
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``text`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in _JSON_TOKENS.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
 def parse_config_json(text: str | bytes, where: str = "config.json") -> dict[str, Any]:
     """Parse the text of a config.json into a dict; every failure is one clear Chinese error.
 
@@ -730,14 +755,17 @@ def parse_config_json(text: str | bytes, where: str = "config.json") -> dict[str
         raise InputError(
             f"{where} 有 {len(text) / 2**20:,.0f} MiB，不像 config.json（通常只有几 KB）："
             "请检查路径", "config")
+    deep = InputError(f"{where} 的 JSON 嵌套太深，无法解析：config.json 只有几层嵌套，请检查文件",
+                      "config")
+    if json_depth_exceeds(text):
+        raise deep
     try:
         d = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{where} 不是合法的 JSON：第 {e.lineno} 行第 {e.colno} "
                          "列有语法错误", "config") from None
     except RecursionError:
-        raise InputError(f"{where} 的 JSON 嵌套太深，无法解析：config.json 只有几层嵌套，请检查文件",
-                         "config") from None
+        raise deep from None
     except ValueError:  # an integer of more digits than Python converts (4,300)
         raise InputError(f"{where} 含有位数过多的整数（超过 4,300 位）：请检查文件",
                          "config") from None

@@ -31,6 +31,16 @@ times it; in between, the verdict depends on where the key falls in its cell.
 The full edition, the course kit (which holds no key, only a salted hash of the
 key's grid cell, see :func:`hash_table`) and the teacher's grader all apply this
 same rule, so a student who sees ✓ in the kit gets the point from the grader.
+
+**The hashes cost time on purpose.**  A kit's hash is PBKDF2-HMAC-SHA256 of the cell,
+salted per key, with :data:`KDF_ITERATIONS` iterations (about 0.1 s on one core): an
+honest check hashes the answer's cell and its neighbours (at most ``2 × window + 1``
+hashes, stopping at the first match), while recovering a key means hashing every cell
+of the range it may lie in, one by one (``benchmarks/bench_kdf.py`` measures both).
+PBKDF2 rather than a memory-hard KDF because the website checks answers in the
+reader's browser, whose Web Crypto API offers PBKDF2 and no scrypt or Argon2
+(:mod:`tmath.web`); a GPU attacker is faster than one core.  Exercises a teacher grades
+carry no hash at all.
 """
 
 from __future__ import annotations
@@ -51,6 +61,9 @@ GRID_STEPS = 4
 #: Significant digits a careful hand calculation carries, unless the exercise asks
 #: for more (``digits=``) or for decimal places (``decimals=``).
 HAND_DIGITS = 4
+#: PBKDF2-HMAC-SHA256 iterations of a kit's hashes (about 0.1 s a hash on one core; the
+#: table records the count it used, so a kit built with another count still checks).
+KDF_ITERATIONS = 200_000
 #: Output MIME type of an answer cell's record (``my_answer``), read by the grader.
 ANSWER_MIME = "application/vnd.tmath.answer+json"
 
@@ -88,6 +101,34 @@ def _percent(r: float) -> str:
     return f"{text}%"
 
 
+def pbkdf2_sha256(password: bytes, salt: bytes, iterations: int) -> bytes:
+    """PBKDF2-HMAC-SHA256, 32 bytes: :func:`hashlib.pbkdf2_hmac` where Python has it (OpenSSL),
+    else the same function in pure Python (RFC 8018; Pyodide's hashlib has no
+    ``pbkdf2_hmac``: the website uses the browser's Web Crypto instead, see :mod:`tmath.web`)."""
+    try:
+        from hashlib import pbkdf2_hmac
+    except ImportError:
+        inner, outer = hashlib.sha256(), hashlib.sha256()
+        key = password if len(password) <= 64 else hashlib.sha256(password).digest()
+        key = key.ljust(64, b"\0")
+        inner.update(bytes(b ^ 0x36 for b in key))
+        outer.update(bytes(b ^ 0x5C for b in key))
+
+        def prf(msg: bytes) -> bytes:
+            i, o = inner.copy(), outer.copy()
+            i.update(msg)
+            o.update(i.digest())
+            return o.digest()
+
+        u = prf(salt + b"\x00\x00\x00\x01")
+        out = int.from_bytes(u, "big")
+        for _ in range(iterations - 1):
+            u = prf(u)
+            out ^= int.from_bytes(u, "big")
+        return out.to_bytes(32, "big")
+    return pbkdf2_hmac("sha256", password, salt, iterations)
+
+
 @dataclass(frozen=True)
 class AnswerKey:
     """One exercise's key: how to compute it (full edition) or its hash (course kit),
@@ -103,6 +144,7 @@ class AnswerKey:
     decimals: int | None = None
     salt: str = field(default="", repr=False)
     digest: str = field(default="", repr=False)
+    iterations: int = KDF_ITERATIONS
 
     # --- the grid ------------------------------------------------------------------
     @property
@@ -131,8 +173,22 @@ class AnswerKey:
         sign, index = cell
         return [f"{sign}{index + j}" for j in range(-self.window, self.window + 1)]
 
+    def hash_input(self, cell: str) -> tuple[bytes, bytes]:
+        """(password, salt) that :meth:`digest_of` hashes for ``cell``."""
+        return f"{self.label}:{cell}".encode(), bytes.fromhex(self.salt)
+
     def digest_of(self, cell: str) -> str:
-        return hashlib.sha256(f"{self.salt}:{self.label}:{cell}".encode()).hexdigest()
+        password, salt = self.hash_input(cell)
+        return pbkdf2_sha256(password, salt, self.iterations).hex()
+
+    def candidates(self, x: float) -> list[str] | None:
+        """The cells whose hash may be the key's when ``x`` is right, nearest first; None when
+        no cell of ``x`` can be right."""
+        mine = self._cell(x)
+        if mine is None:
+            return None
+        near = self._near(mine)
+        return sorted(near, key=lambda c: abs(int(c.lstrip("+-")) - mine[1]))
 
     def key_digest(self) -> str:
         """The salted hash of the key's own cell (computed from the key: full edition only)."""
@@ -149,7 +205,7 @@ class AnswerKey:
         if self.compute is not None:
             key = self._cell(float(self.compute()))
             return key is not None and key[0] == mine[0] and abs(key[1] - mine[1]) <= self.window
-        return self.digest in {self.digest_of(c) for c in self._near(mine)}
+        return any(self.digest_of(c) == self.digest for c in self.candidates(x))
 
     # --- what the reader sees -----------------------------------------------------
     def tolerance_text(self) -> str:
@@ -258,6 +314,28 @@ def _number(value) -> float:
     return x
 
 
+def key_and_value(value, label: str) -> tuple[AnswerKey, float]:
+    """The key of exercise ``label`` and ``value`` as a float; a Chinese error for a label that
+    has no key or a value that is not a finite number."""
+    _load()
+    if not isinstance(label, str) or label not in _KEYS:
+        raise ValueError(
+            f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
+            f"{'、'.join(sorted(_KEYS)[:3])}"
+        )
+    return _KEYS[label], _number(value)
+
+
+def verdict(key: AnswerKey, ok: bool | None) -> CheckResult:
+    """What :func:`check` says once it knows whether the answer is right (None: a count
+    answered with a number that is not an integer)."""
+    tolerance = key.tolerance_text()
+    if ok is None:
+        return CheckResult(key.label, False,
+                           f"{key.label}：✗ 还不对（答案是个数，应为整数；容差：{tolerance}）")
+    return CheckResult(key.label, ok, f"{key.label}：{'✓ 正确' if ok else '✗ 还不对'}（容差：{tolerance}）")
+
+
 def check(value, label: str) -> CheckResult:
     """Is ``value`` the answer to exercise ``label``, within its tolerance?
 
@@ -265,21 +343,8 @@ def check(value, label: str) -> CheckResult:
     short verdict in Chinese, never the key.  See the module docstring for exactly
     which values are accepted.
     """
-    _load()
-    if not isinstance(label, str) or label not in _KEYS:
-        raise ValueError(
-            f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
-            f"{'、'.join(sorted(_KEYS)[:3])}"
-        )
-    key = _KEYS[label]
-    x = _number(value)
-    ok = key.accepts(x)
-    tolerance = key.tolerance_text()
-    if ok is None:
-        return CheckResult(label, False,
-                           f"{label}：✗ 还不对（答案是个数，应为整数；容差：{tolerance}）")
-    verdict = "✓ 正确" if ok else "✗ 还不对"
-    return CheckResult(label, ok, f"{label}：{verdict}（容差：{tolerance}）")
+    key, x = key_and_value(value, label)
+    return verdict(key, key.accepts(x))
 
 
 def answer_record(label: str, value) -> tuple[str, dict]:
@@ -317,23 +382,37 @@ def my_answer(label: str, value) -> None:
 # --- the course kit: keys as salted hashes of their grid cells -----------------------------
 
 
-def hash_table() -> dict[str, dict]:
-    """For the course kit: per key, its tolerance and a salted hash of its grid cell.
+def kdf_iterations() -> int:
+    """:data:`KDF_ITERATIONS`, or ``TMATH_KDF_ITERATIONS`` where set (the test suite builds its
+    sites and kits with fewer, to spare minutes of CPU; the count is stored with each hash)."""
+    import os
 
-    Computed from the real keys (so the kit's table cannot drift from the book);
-    each key gets a fresh random salt.  Holds no key value and no computation.
+    text = os.environ.get("TMATH_KDF_ITERATIONS", "")
+    return int(text) if text.isdigit() and int(text) > 0 else KDF_ITERATIONS
+
+
+def hash_table(labels: list[str] | None = None, iterations: int | None = None) -> dict[str, dict]:
+    """For the course kit and the website: per key, its tolerance and a salted hash of its
+    grid cell (PBKDF2-HMAC-SHA256, ``iterations``, default :func:`kdf_iterations`).
+
+    Computed from the real keys (so the table cannot drift from the book); each key gets a
+    fresh random salt.  Holds no key value and no computation.  ``labels``: only these keys
+    (and the parts of these exercises), e.g. the practice exercises of a release.
     """
     _load()
+    iterations = kdf_iterations() if iterations is None else iterations
     table = {}
     for label, key in _KEYS.items():
+        if labels is not None and label not in labels and label.split("/")[0] not in labels:
+            continue
         if key.compute is None:
             raise ValueError("hash_table() 需要完整版的答案，课程包里只有哈希")
         salted = AnswerKey(label, key.compute, key.rel_tol, key.abs_tol, key.unit, key.count,
-                           key.digits, key.decimals, secrets.token_hex(16))
+                           key.digits, key.decimals, secrets.token_hex(16), iterations=iterations)
         table[label] = {
             "rel_tol": key.rel_tol, "abs_tol": key.abs_tol, "unit": key.unit, "count": key.count,
             "digits": key.digits, "decimals": key.decimals, "salt": salted.salt,
-            "digest": salted.key_digest(),
+            "iterations": iterations, "digest": salted.key_digest(),
         }
     return table
 

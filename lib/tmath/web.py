@@ -201,25 +201,60 @@ def run_cell(page: str, source: str) -> str:
 # --- answer boxes ------------------------------------------------------------------------
 
 
-def check_answer(label: str, text: str) -> str:
-    """Check the answer ``text`` (what the reader typed) to exercise ``label``.
+async def _digest(key: Any, cell: str) -> str:
+    """The key's hash of ``cell``: in the browser through Web Crypto's PBKDF2 (Pyodide's
+    hashlib has no ``pbkdf2_hmac``), elsewhere or in an insecure context (a page served over
+    plain HTTP from another machine, where ``crypto.subtle`` is missing) in Python."""
+    try:
+        import js  # Pyodide
+        from pyodide.ffi import to_js
+    except ImportError:
+        return key.digest_of(cell)
+    subtle = getattr(getattr(js, "crypto", None), "subtle", None)
+    if subtle is None:
+        return key.digest_of(cell)  # the pure-Python PBKDF2: slow, but the same bytes
+    password, salt = key.hash_input(cell)
+    base = await subtle.importKey("raw", to_js(password), "PBKDF2", False, to_js(["deriveBits"]))
+    params = to_js({"name": "PBKDF2", "hash": "SHA-256", "salt": to_js(salt),
+                    "iterations": key.iterations}, dict_converter=js.Object.fromEntries)
+    bits = await subtle.deriveBits(params, base, 256)
+    return bytes(js.Uint8Array.new(bits).to_py()).hex()
 
-    Returns JSON ``{"correct": bool, "message": …}``: the verdict ``tmath.check`` prints
-    (✓ 正确 / ✗ 还不对 with the tolerance), never the key.  ``text`` is read as a number
-    (``1.5e9``, ``1,234``, ``32.08%`` is read as 32.08); anything else is refused in Chinese.
-    """
-    from tmath.exercises import check
 
+def _read_number(text: str) -> float | int:
     raw = str(text).strip().replace(",", "").replace("，", "").replace("_", "")
     if raw.endswith("%"):
         raw = raw[:-1].strip()
+    return int(raw) if raw.lstrip("+-").isdigit() else float(raw)
+
+
+async def check_answer(label: str, text: str) -> str:
+    """Check the answer ``text`` (what the reader typed) to exercise ``label``.
+
+    Returns JSON ``{"correct": bool, "message": …}``: the verdict ``tmath.check`` prints
+    (✓ 正确 / ✗ 还不对 with the tolerance), never the key, by the same grid rule against the
+    same salted PBKDF2 hashes as the course kit.  ``text`` is read as a number (``1.5e9``,
+    ``1,234``; ``32.08%`` is read as 32.08); anything else is refused in Chinese.
+    """
+    from tmath.exercises import key_and_value, verdict
+
     try:
-        value: float | int = int(raw) if raw.lstrip("+-").isdigit() else float(raw)
+        value = _read_number(text)
     except ValueError:
         return json.dumps({"correct": False, "message": f"“{str(text)[:40]}”不是一个数：请只填数字，"
                            "例如 1.5e9 或 32.08"}, ensure_ascii=False)
     try:
-        verdict = check(value, label)
+        key, x = key_and_value(value, label)
     except (TypeError, ValueError) as e:
         return json.dumps({"correct": False, "message": str(e)}, ensure_ascii=False)
-    return json.dumps({"correct": bool(verdict), "message": repr(verdict)}, ensure_ascii=False)
+    if key.compute is not None:  # the full edition's keys (not the website's bundle)
+        ok = key.accepts(x)
+    else:
+        cells = key.candidates(x)
+        ok = None if cells is None and key.count else False
+        for cell in cells or ():
+            if await _digest(key, cell) == key.digest:
+                ok = True
+                break
+    result = verdict(key, ok)
+    return json.dumps({"correct": bool(result), "message": repr(result)}, ensure_ascii=False)

@@ -59,6 +59,9 @@ self.onmessage = async (event) => {
     if (value && typeof value.then === "function") value = await value;
     self.postMessage({ id, ok: true, value: value === undefined ? null : value });
   } catch (e) {
-    self.postMessage({ id, ok: false, error: String(e && e.message || e) });
+    // A JavaScript error (a stack overflow, Pyodide's own fatal error) may leave Pyodide
+    // unusable: the page then starts a new worker for the next computation.
+    const fatal = !(e && e.constructor && e.constructor.name === "PythonError");
+    self.postMessage({ id, ok: false, fatal, error: String(e && e.message || e) });
   }
 };

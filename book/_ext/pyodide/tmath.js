@@ -24,13 +24,15 @@
     }
     if (!worker) {
       worker = new Worker(new URL("tmath-worker.js", BASE).href, { type: "module" });
+      const mine = worker;
       worker.onmessage = (event) => {
-        const { id, ok, value, error } = event.data;
+        const { id, ok, value, error, fatal } = event.data;
         const p = pending.get(id);
         if (!p) return;
         pending.delete(id);
         if (ok) p.resolve(value);
         else p.reject(new Error(error));
+        if (fatal && worker === mine) { mine.terminate(); worker = null; }
       };
       worker.onerror = (event) => {
         for (const p of pending.values()) p.reject(new Error(event.message || "Web Worker 出错"));
@@ -93,6 +95,8 @@
       { flag: "--seq-len", label: "序列长度 T", type: "number", def: "4096" },
       { flag: "--gpu", label: "GPU", type: "select", options: "gpus", def: "H100" },
       { flag: "--recompute", label: "重计算", type: "select", options: ["none", "selective", "full"], def: "none" },
+      { flag: "--pp-edge-layers", label: "首末段层数", type: "number", def: "", hint: "空着：平均分" },
+      { flag: "--recipe", label: "训练配方", type: "select", options: "recipes", def: "mixed-adam" },
     ],
   };
   const DEFAULT_PRESET = { ledger: "llama3-70b", plan: "llama3-70b" };
@@ -100,8 +104,10 @@
 
   function widget(root) {
     const kind = root.dataset.kind;
-    const fields = FIELDS[kind];
-    if (!fields) return;
+    if (!FIELDS[kind]) return;
+    // the page may start the form elsewhere (data-args: flag -> value)
+    const starts = root.dataset.args ? JSON.parse(root.dataset.args) : {};
+    const fields = FIELDS[kind].map((f) => (f.flag in starts ? { ...f, def: String(starts[f.flag]) } : f));
     const options = PAGE.options || {};
     const presetSelect = el("select", { name: "preset" });
     for (const name of options.presets || []) presetSelect.append(el("option", { value: name, text: name }));
@@ -230,16 +236,25 @@
     const q = new URLSearchParams(location.search);
     if (q.get("tmath") === kind) {
       if (q.get("config")) configText.value = q.get("config");
-      if (q.get("preset")) presetSelect.value = q.get("preset");
+      if (q.get("preset")) setValue(presetSelect, q.get("preset"));
       for (const f of fields) {
         const v = q.get(f.flag.slice(2));
-        if (v !== null) inputs[f.flag].value = v;
+        if (v !== null) setValue(inputs[f.flag], v);
       }
       run();
     } else {
       showCommand();
     }
     root.tmath = { run, argv, files, permalink };
+  }
+
+  // A value from a link goes into the form as it is, even one a list does not offer: the
+  // command line then names the field and the fix, as it would in a terminal.
+  function setValue(input, value) {
+    if (input.tagName === "SELECT" && !Array.from(input.options).some((o) => o.value === value)) {
+      input.append(el("option", { value, text: value }));
+    }
+    input.value = value;
   }
 
   async function droppedConfig(transfer) {
