@@ -32,6 +32,8 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    communication: a lower bound).
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
+
+A collective's ``link`` is the link its time is computed on.
 """
 
 from __future__ import annotations
@@ -162,20 +164,29 @@ def build_plan(
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
 
     Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
-    layout that cannot exist.  See the module docstring for the conventions.
+    layout that cannot exist.  ``gpu`` must have a node (:data:`tmath.hardware.NODES`);
+    ``sequence_parallel=True`` needs tp > 1.  See the module docstring for the conventions.
     """
     import tmath
     from tmath import comm
-    from tmath.hardware import hardware, link, node
+    from tmath.errors import show
+    from tmath.hardware import NODES, hardware, link
     from tmath.layout import AXES, LayoutError, build_layout
     from tmath.memory import checkpoint_flops, training_bytes_per_param
     from tmath.serving import WORKSPACE_BYTES_PER_GPU
 
+    usable = "、".join(NODES)  # the GPUs with a node (links, GPUs per node): the only ones here
     try:
         hw = hardware(gpu)
-        nd = node(hw)
-    except ValueError as e:
-        raise LayoutError(str(e), "gpu") from None
+    except (ValueError, TypeError):
+        raise LayoutError(f"未知 GPU {show(gpu)}：请用 {usable} 之一", "gpu") from None
+    if hw.name not in NODES:
+        raise LayoutError(f"{hw.name} 没有节点与链路数据（每节点几张卡、走什么链路），算不了通信："
+                          f"请用 {usable} 之一", "gpu")
+    nd = NODES[hw.name]
+    if sequence_parallel is True and tp == 1:
+        raise LayoutError("序列并行把激活按序列切到张量并行组的各卡上，tp=1 时无从切分："
+                          "取 tp > 1，或不开序列并行（off）", "sequence_parallel")
     try:
         rb = training_bytes_per_param(recipe)
     except ValueError as e:
@@ -206,6 +217,7 @@ def build_plan(
     for c in colls:
         lk = link(c.link)
         per_node = _members_per_node(lay, c)
+        used = c.link
         if lk.step_latency is None:  # not an NCCL link (TPU ICI): the plain α–β model
             t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
                                      alpha=lk.alpha, topology=lk.topology)
@@ -214,10 +226,21 @@ def build_plan(
             t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lay.intra_link,
                                inter=lay.inter_link if spans else None,
                                per_node=per_node if spans else None)
+            # the label is the link the time is computed on: a group whose members all share
+            # a node (a pipeline pair, KV replicas inside a wider TP group) rides its NVLink
+            used = lay.inter_link if spans else lay.intra_link
         comm_s[c.axis] += c.count * t
-        coll_rows.append({**c.as_dict(), "per_node": per_node, "seconds_each": t,
+        coll_rows.append({**c.as_dict(), "link": used, "per_node": per_node, "seconds_each": t,
                           "seconds": c.count * t})
     comm_total = sum(comm_s.values())
+    # each axis' links: those its collectives ride ("NVLink4+IB-NDR" when they differ); an
+    # axis that sends nothing keeps the layout's link of its group
+    axis_links: dict[str, list[str]] = {}
+    for row in coll_rows:
+        seen = axis_links.setdefault(row["axis"], [])
+        if row["link"] not in seen:
+            seen.append(row["link"])
+    links = {a: "+".join(axis_links[a]) if a in axis_links else lay.links[a] for a in AXES}
 
     # compute
     fl = checkpoint_flops(cfg, lay.seq_len, lay.global_batch, strategy=recompute, causal=True)
@@ -255,7 +278,7 @@ def build_plan(
         "activation_block": act["block"],
         "activation_checked": act["checked"],
         "comm_bytes_per_gpu": lay.comm_bytes_per_gpu(),
-        "links": {a: lay.links[a] for a in AXES},
+        "links": links,
         "collectives": coll_rows,
         "comm_time_s": comm_s,
         "model_flops": model_flops,
@@ -384,7 +407,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
     for a in ("dp", "tp", "pp", "ep", "cp"):
         b = plan["comm_bytes_per_gpu"][a]
         t = plan["comm_time_s"][a]
-        where = f"走 {plan['links'][a]}，约 {t * 1e3:,.1f} ms" if b else "（不用）"
+        where = (f"走 {plan['links'][a].replace('+', ' 与 ')}，约 {t * 1e3:,.1f} ms" if b
+                 else "（不用）")
         lines.append(f"  {AXIS_ZH[a]}  {_bytes(b)}  {where}")
     lines += ["", "其中（每个优化器步）："]
     for c in plan["collectives"]:
@@ -399,7 +423,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
         f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
-        f"  由此的 MFU                  {plan['mfu']:.1%}",
+        f"  由此的 MFU                  {plan['mfu']:.1%}"
+        + ("" if plan["feasible"] else "（这一布局放不下，MFU 只作对照）"),
         "",
         "约定：",
     ]
@@ -437,7 +462,10 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--global-batch", type=int, default=None,
                    help="每个优化器步的序列条数 G（dp×b 的倍数），默认 dp×b")
     p.add_argument("--seq-len", type=int, default=2048, help="序列长度 T，默认 2048")
-    p.add_argument("--gpu", default="H100", help="GPU 名（H100、H200、TPUv5e），默认 H100")
+    from tmath.hardware import NODES
+
+    p.add_argument("--gpu", default="H100",
+                   help=f"GPU 名（{'、'.join(NODES)}：有节点与链路数据的），默认 H100")
     p.add_argument("--recompute", default="none", choices=("none", "selective", "full"),
                    help="激活重计算，默认 none")
     p.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
@@ -464,12 +492,18 @@ def run_plan(args: argparse.Namespace) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"error": msg, "field": field}, ensure_ascii=False))
         else:
-            print(f"tmath: 错误：{_field_flag(field) if field != 'config' else 'CONFIG'}：{msg}",
+            flag = _field_flag(field) if field != "config" else "CONFIG"
+            print(f"tmath: 错误：{msg}" if flag in msg else f"tmath: 错误：{flag}：{msg}",
                   file=sys.stderr)
         return 2
 
     if (args.config is None) == (args.preset is None):
         return fail("给出 CONFIG.json 或 --preset NAME 二者之一", "config")
+    if args.preset is not None and args.preset not in tmath.presets():
+        from tmath.errors import show
+
+        return fail(f"--preset {show(args.preset)} 未知：请用 {'、'.join(tmath.presets())} 之一"
+                    "（tmath presets 列出全部）", "preset")
     try:
         cfg = tmath.preset(args.preset) if args.preset else tmath.ModelConfig.from_hf(args.config)
     except (ValueError, TypeError, OSError) as e:
