@@ -1,7 +1,11 @@
-"""`tmath plan`'s smaller faults (issue 32, item 10): a Chinese error for an unknown preset,
-``--gpu`` listing only GPUs the planner takes, ``--sequence-parallel on`` refused at tp = 1,
-the MFU of a layout that does not fit marked, and each link label the link its time is
-computed on.  ``main`` runs in this process.
+"""`tmath plan` on absurd input (issue 32, item 10).
+
+Every argument of `plan` has a plausible range (:data:`tmath.ledger.SETTING_LIMITS`, the
+table `ledger` uses too) and is refused, naming the flag and the range, before any work
+that grows with the mesh; what the planner does per node is closed-form, so its memory and
+time do not grow with the number of GPUs.  The fuzz below runs in this process under a cap
+on its address space (1 GiB more than it holds when it starts), so a regression fails with
+``MemoryError`` instead of taking the machine.  No test is timed.
 """
 
 from __future__ import annotations
@@ -9,14 +13,47 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import itertools
 import json
+import resource
+import subprocess
+import sys
 from unittest import mock
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import tmath
 from tmath import cli
 from tmath.cli import main
 from tmath.errors import has_chinese
+from tmath.layout import build_layout
+
+CAP_EXTRA = 2**30  # bytes of address space a capped block may take beyond what it holds
+
+
+@contextlib.contextmanager
+def address_space_cap(extra: int = CAP_EXTRA):
+    """Lower this process's soft RLIMIT_AS to its current size plus ``extra`` bytes for the
+    block, and restore it after (Linux; elsewhere the block runs uncapped)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            size = int(fh.read().split()[0]) * resource.getpagesize()
+    except OSError:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = size + extra
+    for limit in (soft, hard):  # never raise a limit already set
+        if limit != resource.RLIM_INFINITY:
+            cap = min(cap, limit)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
 
 # main builds its argparse parser anew on every call (2 ms, most of a refusal's cost); the
 # tests share one, which argparse allows (parse_args keeps no state between calls).
@@ -33,6 +70,10 @@ def run_main(argv):
 
 
 BASE = ["--preset", "llama3-8b"]
+
+
+def cap_child():
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
 
 
 # --- the smaller items -------------------------------------------------------------------------
@@ -96,3 +137,212 @@ def test_each_link_label_is_the_link_its_time_is_computed_on(argv):
         used = {c["link"] for c in p["collectives"] if c["axis"] == axis}
         if used:
             assert set(p["links"][axis].split("+")) == used, (axis, p["links"][axis], used)
+
+
+# --- the issue's three command lines -------------------------------------------------------
+
+ISSUE_CASES = [  # argv, the field refused
+    (["--dp", "1000000000"], "dp"),  # OOM-killed after 24 GB: every rank listed
+    (["--dp", str(10**23), "--tp", "8"], "dp"),  # OverflowError traceback
+    (["--dp", "30000000", "--tp", "8"], "dp"),  # 可行 for 240 M GPUs, after 67 s
+]
+
+
+def test_the_issues_meshes_are_refused_before_any_per_rank_work():
+    # One child process under a 3 GB address-space cap (and a generous timeout, a safety net,
+    # not a measurement) runs the three command lines in turn.
+    code = ("import json, sys\nfrom tmath.cli import main\n"
+            "for argv in json.loads(sys.argv[1]):\n"
+            "    print(main(['plan', '--preset', 'llama3-8b', *argv, '--json']), flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", code, json.dumps([a for a, _ in ISSUE_CASES])],
+                       capture_output=True, text=True, timeout=300, preexec_fn=cap_child)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-800:]
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2 * len(ISSUE_CASES), r.stdout
+    for (argv, field), status, obj in zip(ISSUE_CASES, lines[1::2], lines[0::2], strict=True):
+        err = json.loads(obj)
+        assert status == "2" and err["field"] == field, (argv, err)
+        assert "--dp" in err["error"] and "1,000,000" in err["error"], err
+
+
+# --- every argument bounded, the flag and the range named ------------------------------------
+
+@pytest.mark.parametrize("argv, field, shown", [
+    (["--dp", "1000001"], "dp", "1 到 1,000,000"),
+    (["--dp", "0"], "dp", "1 到 1,000,000"),
+    (["--tp", str(10**12)], "tp", "1 到 100,000"),
+    (["--pp", "10001"], "pp", "1 到 10,000"),
+    (["--ep", "-4"], "ep", "1 到 100,000"),
+    (["--cp", str(10**9)], "cp", "1 到 1,000,000"),
+    (["--micro-batch", str(10**8)], "micro_batch", "1 到 10,000,000"),
+    (["--global-batch", str(10**10)], "global_batch", "1 到 1,000,000,000"),
+    (["--seq-len", str(10**10)], "seq_len", "1 到 1,000,000,000"),
+    (["--stage", "-1"], "stage", "0 到"),
+    (["--pp-edge-layers", str(10**30)], "pp_edge_layers", "1 到 10,000"),
+    # each degree in range, their product not: the largest degree is the one named
+    (["--dp", "1000", "--tp", "8", "--pp", "4", "--cp", "64", "--seq-len", "8192"], "dp",
+     "1,000,000"),
+])
+def test_each_argument_has_a_plausible_range(argv, field, shown):
+    for as_json in (True, False):
+        code, out, err = run_main(["plan", *BASE, *argv, *(["--json"] if as_json else [])])
+        assert code == 2
+        if as_json:
+            obj = json.loads(out)
+            assert set(obj) == {"error", "field"} and obj["field"] == field, obj
+            msg = obj["error"]
+        else:
+            assert out == "" and len(err.strip().splitlines()) == 1, err
+            msg = err
+            assert msg.startswith("tmath: 错误：")
+        assert shown in msg and "--" + field.replace("_", "-") in msg and has_chinese(msg), msg
+        assert "Traceback" not in msg
+
+
+def test_the_largest_plausible_mesh_is_planned():
+    # 125,000 × 8 = 10^6 GPUs, the bound itself: planned (and fits; DP leaves the memory alone)
+    p = json.loads(run_main(["plan", *BASE, "--dp", "125000", "--tp", "8", "--zero", "1",
+                             "--json"])[1])
+    assert p["world_size"] == 10**6 and p["feasible"] is True
+    dp = [c for c in p["collectives"] if c["axis"] == "dp"]
+    assert dp and all(c["group"] == 125_000 and c["per_node"] == 1 for c in dp)
+
+
+# --- the per-node counts are closed-form ------------------------------------------------------
+
+
+def enumerated_members_per_node(lay, c):
+    """The planner's count before it was closed-form: list the offsets of the group holding
+    rank 0 and count those on the first node (kept here as the reference)."""
+    from tmath.plan import _group_factors
+
+    if c.link != lay.inter_link or lay.intra_link == lay.inter_link:
+        return c.group
+    factors = _group_factors(lay, c)
+    offsets = [sum(i * st for i, (st, _) in zip(idx, factors, strict=True))
+               for idx in itertools.product(*(range(size) for _, size in factors))]
+    g = max(1, sum(1 for o in offsets if o < lay.gpus_per_node))
+    while c.group % g:
+        g -= 1
+    return g
+
+
+MESH_MODELS = ["llama3-70b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(name=st.sampled_from(MESH_MODELS), dp=st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16, 24]),
+       tp=st.sampled_from([1, 2, 4, 8, 16]), pp=st.sampled_from([1, 2, 3, 4]),
+       ep=st.sampled_from([1, 2, 4, 8]), cp=st.sampled_from([1, 2, 3, 4]),
+       gpn=st.sampled_from([1, 2, 4, 6, 8, 16]))
+def test_members_per_node_closed_form_equals_the_enumeration(name, dp, tp, pp, ep, cp, gpn):
+    from tmath.layout import LayoutError
+    from tmath.plan import _members_per_node
+
+    try:
+        lay = build_layout(tmath.preset(name), dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, seq_len=768,
+                           gpus_per_node=gpn)
+    except LayoutError:
+        return
+    for c in lay.collectives():
+        assert _members_per_node(lay, c) == enumerated_members_per_node(lay, c), c
+
+
+def test_members_per_node_does_not_grow_with_the_mesh():
+    # A mesh of 10^15 data-parallel ranks (beyond the CLI's bounds; the layout itself takes
+    # it) under the address-space cap: the enumeration needed one list entry per rank.
+    from tmath.plan import _members_per_node
+
+    for kw, want in (({"tp": 8}, 1), ({"tp": 2}, 4), ({"tp": 4, "cp": 2}, 2)):
+        lay = build_layout(tmath.preset("llama3-8b"), dp=10**15, seq_len=4096, **kw)
+        with address_space_cap():
+            counts = {c.what: _members_per_node(lay, c) for c in lay.collectives()
+                      if c.axis == "dp"}
+        assert counts and set(counts.values()) == {want}, counts
+
+
+# --- the fuzz ------------------------------------------------------------------------------------
+
+# Values an integer flag may get: mostly small and plausible, some at or past the bounds,
+# some that are not integers at all (argparse's refusal must be Chinese too).
+INT_VALUES = (
+    [str(v) for v in range(-2, 21)] + ["1", "2", "4", "8"] * 4
+    + ["32", "64", "128", "4096", "8192"] * 2
+    + [str(v) for v in (10**5, 10**6, 10**6 + 1, 125_000, 3 * 10**7, 10**9, 2**63, 10**23,
+                        10**100, -(10**9))]
+    + ["1e23", "3e7", "two", "", "3.5", "0x10", " 8", "1_000", "9" * 5000, "nan"])
+INT_FLAGS = ["--dp", "--tp", "--pp", "--ep", "--cp", "--micro-batch", "--global-batch",
+             "--seq-len", "--stage", "--pp-edge-layers"]
+CHOICES = {
+    "--zero": ["0", "1", "2", "3", "4", "-1", "x"],
+    "--recompute": ["none", "selective", "full", "some"],
+    "--sequence-parallel": ["on", "off", "yes"],
+    "--gpu": ["H100", "h200", "TPUv5e", "V100", "A100", "H800", "B900", ""],
+    "--recipe": ["mixed-adam", "fp32-adam", "sgd"],
+}
+# One draw per flag: every (flag, value) pair in one list, and None for a slot left empty
+# (a later repeat of a flag wins, as argparse has it).
+PAIRS = ([(f, v) for f in INT_FLAGS for v in INT_VALUES]
+         + [(f, v) for f, vs in CHOICES.items() for v in vs] * 4)
+SLOTS = [None] * (len(PAIRS) // 2) + PAIRS
+PRESETS = ["llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2",
+           "llama3.1-405b", "gemma-2-9b", "qwen3-30b-a3b", "nope"]
+SOURCES = [[*src, *j] for src in [["--preset", p] for p in PRESETS] * 3
+           + [[], ["/no/such/config.json"], ["/no/such/config.json", "--preset", "gpt2"]]
+           for j in ([], ["--json"])]
+
+
+def _argv(draw: tuple) -> list[str]:
+    source, *slots = draw
+    return ["plan", *source, *(x for pair in slots if pair is not None for x in pair)]
+
+
+# six draws an example (a fixed tuple costs hypothesis less than a list)
+plan_argvs = st.tuples(st.sampled_from(SOURCES), *[st.sampled_from(SLOTS)] * 5).map(_argv)
+
+
+def _check_outcome(argv, code, out, err):
+    as_json = "--json" in argv
+    if code == 0:
+        assert err == ""
+        if as_json:
+            p = json.loads(out)
+            s = p["settings"]
+            assert p["world_size"] == s["dp"] * s["tp"] * s["pp"] * s["cp"] <= 10**6
+            for c in p["collectives"]:  # every label the link its time was computed on
+                spans = c["per_node"] < c["group"]
+                assert c["link"] == (s["gpu"] == "TPUv5e" and "ICI-v5e"
+                                     or ("IB-NDR" if spans else "NVLink4")), c
+        else:
+            assert out.startswith("部署：")
+        return "plan"
+    assert code == 2, (code, err[-500:])
+    if as_json:
+        assert err == ""
+        obj = json.loads(out)
+        assert set(obj) == {"error", "field"} and isinstance(obj["field"], str) and obj["field"]
+        msg = obj["error"]
+    else:
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("tmath: 错误：")
+        msg = err
+    assert has_chinese(msg) and "\n" not in msg.strip() and "Traceback" not in msg, msg
+    return "error"
+
+
+@settings(max_examples=2000, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(plan_argvs)
+def test_fuzzed_plan_arguments_give_a_plan_or_one_clean_error(argv):
+    with address_space_cap():
+        code, out, err = run_main(argv)
+    _check_outcome(argv, code, out, err)
+
+
+def test_the_fuzz_reaches_both_outcomes():
+    # The strategy is not vacuous: some argument lists give a plan, some an error.
+    outcomes = set()
+    for argv in (["plan", *BASE, "--json"], ["plan", *BASE, "--dp", "0", "--json"],
+                 ["plan", *BASE, "--tp", "two"]):
+        outcomes.add(_check_outcome(argv, *run_main(argv)))
+    assert outcomes == {"plan", "error"}

@@ -33,13 +33,18 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 
-A collective's ``link`` is the link its time is computed on.
+Every integer argument has a plausible range, in the table ``ledger`` uses
+(:data:`tmath.ledger.SETTING_LIMITS`; at most 10⁶ GPUs in all), checked before any work;
+what depends on the mesh is closed-form (members of a group per node), so an absurd
+argument is one line of Chinese naming the flag and the range, never a traceback.  A
+collective's ``link`` is the link its time is computed on.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from fractions import Fraction
 from typing import Any
@@ -107,37 +112,100 @@ def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
             "block": a.block}
 
 
+def _offsets_below(factors: list[tuple[int, int]], n: int) -> int:
+    """How many of the offsets ``Σ i_k·stride_k`` (``0 ≤ i_k < size_k``) are below ``n``.
+
+    ``factors`` are ``(stride, size)`` pairs, smallest stride first, each stride larger than
+    the largest offset of the factors before it (the layout's mixed radix), so the offsets
+    of the last factor's block ``i`` lie in ``[i·stride, (i+1)·stride)``: the blocks below
+    ``n // stride`` count whole, the block holding ``n`` counts by recursion.  Closed form:
+    no offset is listed, whatever the sizes.
+    """
+    if not factors:
+        return 1 if n > 0 else 0
+    *lower, (stride, size) = factors
+    whole, rest = divmod(n, stride)
+    block = math.prod(s for _, s in lower)
+    return min(size, whole) * block + (_offsets_below(lower, rest) if whole < size else 0)
+
+
+def _group_factors(lay: Any, c: Any) -> list[tuple[int, int]]:
+    """The rank offsets of collective ``c``'s group (the one holding rank 0) as ``(stride,
+    size)`` factors, smallest stride first: the layout's strides (tp fastest, then cp,
+    ep/dp, pp)."""
+    s = lay.strides
+    if c.axis == "tp":
+        return [(1, c.group)]
+    if c.axis == "cp":
+        return [(s["cp"], lay.cp)]
+    if c.axis == "ep":
+        return [(s["ep"], lay.ep)]
+    if c.axis == "pp":
+        return [(s["pp"], 2)]
+    if c.group == lay.dp_group:
+        return [(s["cp"], lay.cp), (s["dp"], lay.dp)]
+    # the routed experts' DP group: every ep-th DP rank
+    return [(s["cp"], lay.cp), (s["dp"] * lay.ep, lay.dp // lay.ep)]
+
+
 def _members_per_node(lay: Any, c: Any) -> int:
     """How many members of collective ``c``'s group (the one holding rank 0) share a node.
 
-    The group's rank offsets follow the layout's strides (tp fastest, then cp, ep/dp, pp);
-    a node holds ranks ``0 … gpus_per_node−1``.  A group on the intra-node link has all its
-    members there.
+    A node holds ranks ``0 … gpus_per_node−1``; a group on the intra-node link has all its
+    members there.  Counted in closed form (:func:`_offsets_below` on
+    :func:`_group_factors`): the time and memory do not grow with the mesh.
     """
-    import itertools
-
     if c.link != lay.inter_link or lay.intra_link == lay.inter_link:
         return c.group
-    s = lay.strides
-    if c.axis == "tp":
-        factors = [(1, c.group)]
-    elif c.axis == "cp":
-        factors = [(s["cp"], lay.cp)]
-    elif c.axis == "ep":
-        factors = [(s["ep"], lay.ep)]
-    elif c.axis == "pp":
-        factors = [(s["pp"], 2)]
-    elif c.group == lay.dp_group:
-        factors = [(s["cp"], lay.cp), (s["dp"], lay.dp)]
-    else:  # the routed experts' DP group: every ep-th DP rank
-        factors = [(s["cp"], lay.cp), (s["dp"] * lay.ep, lay.dp // lay.ep)]
-    offsets = [sum(i * st for i, (st, _) in zip(idx, factors, strict=True))
-               for idx in itertools.product(*(range(size) for _, size in factors))]
-    here = sum(1 for o in offsets if o < lay.gpus_per_node)
-    g = max(1, here)
+    g = max(1, _offsets_below(_group_factors(lay, c), lay.gpus_per_node))
     while c.group % g:  # an uneven split: count the node by its largest even share
-        g -= 1
+        g -= 1  # at most gpus_per_node steps
     return g
+
+
+#: The arguments :func:`build_plan` bounds, each by its plausible range in
+#: :data:`tmath.ledger.SETTING_LIMITS` (the table ``ledger`` uses), before any other work.
+_BOUNDED = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "global_batch", "seq_len", "stage",
+            "pp_edge_layers")
+
+
+def _check_bounds(values: dict[str, Any]) -> None:
+    """Refuse an argument outside its plausible range, or a mesh of more GPUs than any
+    cluster (``SETTING_LIMITS["world_size"]``), naming the argument, its flag and the range.
+
+    Runs before the layout is built, so nothing that grows with the mesh is ever computed
+    for an absurd one; a value that is not an integer is left to :func:`tmath.layout.build_layout`,
+    which names it.
+    """
+    from tmath.errors import show
+    from tmath.layout import LayoutError, _index
+    from tmath.ledger import SETTING_LIMITS
+
+    ints: dict[str, int] = {}
+    for name in _BOUNDED:
+        v = values[name]
+        if v is None:
+            continue
+        try:
+            n = _index(v)
+        except TypeError:
+            continue
+        lo, hi = SETTING_LIMITS[name]
+        if not lo <= n <= hi:
+            shown = f"{n:,}" if abs(n) < 10**15 else show(n)
+            raise LayoutError(f"{name}（{_field_flag(name)}）必须在 {lo:,} 到 {hi:,} 之间，"
+                              f"收到 {shown}", name)
+        ints[name] = n
+    degrees = {a: ints.get(a, 1) for a in ("dp", "tp", "pp", "cp")}
+    world = math.prod(degrees.values())
+    top = SETTING_LIMITS["world_size"][1]
+    if world > top:
+        big = max(degrees, key=lambda a: degrees[a])  # the first of the largest: dp on a tie
+        others = "、".join(_field_flag(a) for a in degrees if a != big)
+        raise LayoutError(
+            f"dp×tp×pp×cp = {'×'.join(f'{v:,}' for v in degrees.values())} = {world:,} 张卡，"
+            f"超过合理上限 {top:,}（已建成的最大集群约 20 万张卡）：减小 {_field_flag(big)}"
+            f"（或 {others}）", big)
 
 
 def build_plan(
@@ -164,8 +232,11 @@ def build_plan(
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
 
     Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
-    layout that cannot exist.  ``gpu`` must have a node (:data:`tmath.hardware.NODES`);
-    ``sequence_parallel=True`` needs tp > 1.  See the module docstring for the conventions.
+    layout that cannot exist, and, before any other work, for an integer argument outside
+    its plausible range or a mesh of more than 10⁶ GPUs (:data:`tmath.ledger.SETTING_LIMITS`).
+    ``gpu`` must have a node (:data:`tmath.hardware.NODES`); ``sequence_parallel=True``
+    needs tp > 1.  Time and memory do not grow with the mesh.  See the module docstring for
+    the conventions.
     """
     import tmath
     from tmath import comm
@@ -175,6 +246,9 @@ def build_plan(
     from tmath.memory import checkpoint_flops, training_bytes_per_param
     from tmath.serving import WORKSPACE_BYTES_PER_GPU
 
+    _check_bounds({"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "micro_batch": micro_batch,
+                   "global_batch": global_batch, "seq_len": seq_len, "stage": stage,
+                   "pp_edge_layers": pp_edge_layers})
     usable = "、".join(NODES)  # the GPUs with a node (links, GPUs per node): the only ones here
     try:
         hw = hardware(gpu)
