@@ -1,4 +1,4 @@
-"""`tmath plan` on absurd input (issue 32, item 10).
+"""`tmath plan` on absurd input (issue 32, item 10) and the `tmath` command (item 12).
 
 Every argument of `plan` has a plausible range (:data:`tmath.ledger.SETTING_LIMITS`, the
 table `ledger` uses too) and is refused, naming the flag and the range, before any work
@@ -18,6 +18,7 @@ import json
 import resource
 import subprocess
 import sys
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -346,3 +347,34 @@ def test_the_fuzz_reaches_both_outcomes():
                  ["plan", *BASE, "--tp", "two"]):
         outcomes.add(_check_outcome(argv, *run_main(argv)))
     assert outcomes == {"plan", "error"}
+
+
+# --- the `tmath` command (item 12) ----------------------------------------------------------------
+
+
+def subcommands():
+    from tmath.cli import _parser
+
+    sub = next(a for a in _parser()._actions if a.dest == "cmd")
+    return list(sub.choices)
+
+
+def test_an_unknown_command_names_every_subcommand():
+    names = subcommands()
+    assert {"ledger", "plan", "presets", "hardware", "grade"} <= set(names)
+    for argv in (["foo"], []):
+        code, _, err = run_main(argv)
+        assert code == 2 and err.startswith("tmath: 错误：") and len(err.strip().splitlines()) == 1
+        assert all(n in err for n in names), (names, err)
+    code, out, _ = run_main(["foo", "--json"])
+    assert code == 2 and json.loads(out)["field"] == "command"
+    assert all(n in json.loads(out)["error"] for n in names)
+
+
+def test_the_tmath_script_is_installed_and_runs():
+    script = Path(sys.executable).parent / "tmath"
+    assert script.is_file(), f"{script} 不存在：lib/pyproject.toml 需要 [project.scripts]"
+    r = subprocess.run([str(script), "presets"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == tmath.presets(), r.stderr[-500:]
+    r = subprocess.run([str(script), "foo"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "plan" in r.stderr
