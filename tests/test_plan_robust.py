@@ -18,6 +18,7 @@ import json
 import resource
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 from unittest import mock
 
@@ -260,6 +261,58 @@ def test_members_per_node_does_not_grow_with_the_mesh():
             counts = {c.what: _members_per_node(lay, c) for c in lay.collectives()
                       if c.axis == "dp"}
         assert counts and set(counts.values()) == {want}, counts
+
+
+def test_memory_by_stage_builds_a_few_stage_layouts_not_one_per_stage(tmp_path):
+    # pp = 10,000 stages of a 10,000-layer model (the config's bound): the planner derives
+    # each stage's row from the layer counts; it builds a layout only per distinct stage
+    # (first, middle, last), where it built one per stage and summed the layers before each.
+    from tmath.layout import Layout
+
+    base = json.loads((Path(__file__).parent / "hf_configs" / "llama3-8b.json").read_text())
+    cfg = tmath.ModelConfig.from_hf({**base, "num_hidden_layers": 10_000, "hidden_size": 64,
+                                     "intermediate_size": 128, "num_attention_heads": 4,
+                                     "num_key_value_heads": 2, "head_dim": 16,
+                                     "vocab_size": 1000})
+    built = []
+    at_stage = Layout.at_stage
+
+    def counting(self, stage):
+        built.append(stage)
+        return at_stage(self, stage)
+
+    from tmath.plan import build_plan
+
+    with mock.patch.object(Layout, "at_stage", counting):
+        p = build_plan(cfg, pp=10_000, dp=100, global_batch=100 * 64)
+    assert len(p["memory_by_stage"]) == 10_000 and len(built) <= 10, len(built)
+    rows = p["memory_by_stage"]
+    assert rows[0]["activations"] == 64 * rows[9_999]["activations"]  # 64 in flight vs 1
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("llama3.1-405b", {"dp": 2, "tp": 8, "pp": 16, "pp_edge_layers": 7, "global_batch": 64,
+                       "recompute": "full"}),
+    ("deepseek-v2-lite", {"pp": 3, "pp_edge_layers": 10, "global_batch": 2}),  # first layer dense
+    ("deepseek-v3", {"pp": 61, "dp": 8, "ep": 8, "global_batch": 8 * 30}),  # 3 dense layers
+    ("mixtral-8x7b", {"pp": 4, "dp": 2, "ep": 2, "zero": 3, "global_batch": 6}),
+])
+def test_memory_by_stage_equals_each_stages_own_layout(name, kw):
+    from tmath.plan import _activation_per_layer, build_plan
+
+    p = build_plan(tmath.preset(name), seq_len=4096, **kw)
+    lay = build_layout(tmath.preset(name), seq_len=4096,
+                       **{k: v for k, v in kw.items() if k != "recompute"},
+                       recompute=kw.get("recompute", "none"), param_bytes=2, grad_bytes=2,
+                       optimizer_bytes=12)
+    act = _activation_per_layer(lay.cfg, lay)
+    for s, row in enumerate(p["memory_by_stage"]):
+        one = lay.at_stage(s)
+        acts = (one.dense_layers * act["dense"] + one.moe_layers * act["moe"]) * one.in_flight
+        if one.recompute == "full":
+            acts += act["recomputed_layer"]
+        assert {k: row[k] for k in ("weights", "grads", "optimizer")} == one.state_bytes, s
+        assert row["activations"] == -(-Fraction(acts).numerator // Fraction(acts).denominator)
 
 
 # --- the fuzz ------------------------------------------------------------------------------------

@@ -36,8 +36,10 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
 Every integer argument has a plausible range, in the table ``ledger`` uses
 (:data:`tmath.ledger.SETTING_LIMITS`; at most 10⁶ GPUs in all), checked before any work;
 what depends on the mesh is closed-form (members of a group per node), so an absurd
-argument is one line of Chinese naming the flag and the range, never a traceback.  A
-collective's ``link`` is the link its time is computed on.
+argument is one line of Chinese naming the flag and the range, never a traceback; the
+memory of the pp stages takes time linear in pp.  A collective's ``link`` is the link its
+time is computed on, and ``links[axis]`` the links the axis' collectives ride
+(``"NVLink4+IB-NDR"`` when they differ).
 """
 
 from __future__ import annotations
@@ -79,15 +81,37 @@ def _int(x: Any) -> int:
     return int(x) if not isinstance(x, Fraction) else -(-x.numerator // x.denominator)
 
 
-def _stage_memory(lay: Any, act: dict[str, Any]) -> dict[str, int]:
-    """Memory of one stage: states from the layout, activations from tmath.memory."""
-    per_mb = lay.dense_layers * act["dense"] + lay.moe_layers * act["moe"]
-    acts = per_mb * lay.in_flight
-    if lay.recompute == "full":
+def _stage_memory(st: dict[str, int], dense: int, moe: int, in_flight: int, recompute: str,
+                  act: dict[str, Any]) -> dict[str, int]:
+    """Memory of one stage: its states ``st`` (:attr:`tmath.layout.Layout.state_bytes`), and
+    the activations of its ``dense`` and ``moe`` layers (from tmath.memory) for ``in_flight``
+    micro-batches."""
+    per_mb = dense * act["dense"] + moe * act["moe"]
+    acts = per_mb * in_flight
+    if recompute == "full":
         acts += act["recomputed_layer"]
-    st = lay.state_bytes
     return {"weights": st["weights"], "grads": st["grads"], "optimizer": st["optimizer"],
             "activations": _int(Fraction(acts))}
+
+
+def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
+    """:func:`_stage_memory` of every pipeline stage, in time and memory linear in pp.
+
+    A stage's states depend only on its layer counts and on whether it holds the embedding
+    (the first) or the LM head (the last), so one layout is built per distinct stage, not
+    per stage; the layers before each stage are summed as the loop goes.
+    """
+    cfg, states, rows, start = lay.cfg, {}, [], 0
+    for s, n in enumerate(lay.stage_layers):
+        # MoE layers among start … start+n−1: those at or after first_k_dense
+        moe = max(0, start + n - max(start, cfg.first_k_dense)) if cfg.is_moe else 0
+        key = (n, moe, s == 0, s == lay.pp - 1)
+        if key not in states:
+            states[key] = lay.at_stage(s).state_bytes
+        in_flight = min(lay.pp - s, lay.micro_batches)  # Layout.in_flight
+        rows.append(_stage_memory(states[key], n - moe, moe, in_flight, lay.recompute, act))
+        start += n
+    return rows
 
 
 def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
@@ -276,12 +300,11 @@ def build_plan(
 
     act = _activation_per_layer(cfg, lay)
     stages = []
-    for s in range(lay.pp):
-        mem = _stage_memory(lay.at_stage(s), act)
+    for s, mem in enumerate(_memory_by_stage(lay, act)):
         total = sum(mem.values())
         stages.append({"stage": s, **mem, "total": total,
                        "fits": bool(total + work <= cap)})
-    mem = _stage_memory(lay, act)
+    mem = {k: v for k, v in stages[lay.stage].items() if k not in ("stage", "total", "fits")}
     worst = max(stages, key=lambda r: r["total"])
 
     # communication: bytes and seconds on the links each axis rides
