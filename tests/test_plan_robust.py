@@ -88,6 +88,15 @@ def test_an_unknown_preset_is_refused_in_chinese():
     assert "unknown" not in err["error"] and "llama3-8b" in err["error"]
 
 
+def test_text_errors_name_the_flag_once():
+    # the flag leads every text error, unless the message itself starts by naming it
+    for argv, line in (([], "tmath: 错误：CONFIG：给出 CONFIG.json 或 --preset NAME 二者之一"),
+                       ([*BASE, "--dp", "0"], "tmath: 错误：dp（--dp）必须在 1 到 1,000,000 之间，收到 0"),
+                       ([*BASE, "--tp", "3"], "tmath: 错误：--tp：tp=3 不能整除 num_heads=32")):
+        code, out, err = run_main(["plan", *argv])
+        assert code == 2 and out == "" and err.startswith(line), err
+
+
 def test_every_gpu_the_gpu_error_lists_is_one_plan_accepts():
     code, out, _ = run_main(["plan", *BASE, "--gpu", "B900", "--json"])
     err = json.loads(out)

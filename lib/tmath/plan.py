@@ -590,7 +590,8 @@ def run_plan(args: argparse.Namespace) -> int:
             print(json.dumps({"error": msg, "field": field}, ensure_ascii=False))
         else:
             flag = _field_flag(field) if field != "config" else "CONFIG"
-            print(f"tmath: 错误：{msg}" if flag in msg else f"tmath: 错误：{flag}：{msg}",
+            named = msg.startswith(flag) or f"（{flag}）" in msg  # the message names it first
+            print(f"tmath: 错误：{msg}" if named else f"tmath: 错误：{flag}：{msg}",
                   file=sys.stderr)
         return 2
 
