@@ -1,4 +1,6 @@
-"""Command line: ``python -m tmath ledger CONFIG | --preset NAME``, ``presets``, ``hardware``.
+"""Command line: ``tmath ledger CONFIG | --preset NAME``, ``plan``, ``presets``, ``hardware``,
+``grade`` (``python -m tmath ...`` is the same; ``tmath`` is the console script that
+``lib/pyproject.toml`` installs, which exits with :func:`main`'s status).
 
 ``CONFIG`` is a Hugging Face ``config.json`` or a downloaded model folder holding one.
 Every message is Chinese.  Bad input prints one line ``tmath: 错误：...`` on stderr,
@@ -24,7 +26,9 @@ from tmath.ledger import build_ledger, render_text
 
 __all__ = ["main", "build_ledger"]  # build_ledger lives in tmath.ledger; re-exported
 
-COMMANDS = ("ledger", "presets", "hardware")
+#: Every subcommand, as the errors for an unknown or a missing one list them (a test checks
+#: this against the parser).
+COMMANDS = ("ledger", "plan", "presets", "hardware", "grade")
 
 
 class _UsageError(Exception):

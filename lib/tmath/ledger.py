@@ -48,6 +48,21 @@ SETTING_LIMITS: dict[str, tuple[float, float]] = {
     "tp": (1, 100_000),
     "hbm_bytes": (0, 1e15),  # low exclusive: up to a petabyte per GPU
     "workspace_bytes": (0, 1e15),  # low inclusive
+    # ``tmath plan``'s mesh and batch.  The largest accelerator clusters built hold some
+    # 10^5 GPUs (xAI's Colossus: about 2 × 10^5 H100 and H200 in 2025), and the largest
+    # training runs published used 16,384 H100 (Llama 3 405B) and 50,944 TPU v5e chips
+    # (Google's multislice run, 2023).  One million accelerators, the scale announced for
+    # the next clusters, bounds the world size dp·tp·pp·cp with room to spare, and with it
+    # every count the planner makes; each degree is bounded on its own as well.
+    "world_size": (1, 10**6),
+    "dp": (1, 10**6),
+    "pp": (1, 10_000),  # at least one layer per stage: tmath.config.LIMITS["num_layers"]
+    "ep": (1, 100_000),  # at least one expert per GPU: LIMITS["n_routed_experts"]
+    "cp": (1, 10**6),
+    "micro_batch": (1, 10**7),  # as ``batch``
+    "global_batch": (1, 10**9),  # 1,000 micro-batches per replica at the largest dp
+    "stage": (0, 9_999),  # a pipeline stage: below pp
+    "pp_edge_layers": (1, 10_000),  # LIMITS["num_layers"]
 }
 _FLAGS = {"seq_len": "--seq-len", "batch": "--batch", "tp": "--tp", "hbm_bytes": "--hbm-gb",
           "workspace_bytes": "--workspace-gb", "dtype": "--dtype", "gpu": "--gpu",

@@ -32,12 +32,21 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    communication: a lower bound).
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
+
+Every integer argument has a plausible range, in the table ``ledger`` uses
+(:data:`tmath.ledger.SETTING_LIMITS`; at most 10⁶ GPUs in all), checked before any work;
+what depends on the mesh is closed-form (members of a group per node), so an absurd
+argument is one line of Chinese naming the flag and the range, never a traceback; the
+memory of the pp stages takes time linear in pp.  A collective's ``link`` is the link its
+time is computed on, and ``links[axis]`` the links the axis' collectives ride
+(``"NVLink4+IB-NDR"`` when they differ).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from fractions import Fraction
 from typing import Any
@@ -72,15 +81,37 @@ def _int(x: Any) -> int:
     return int(x) if not isinstance(x, Fraction) else -(-x.numerator // x.denominator)
 
 
-def _stage_memory(lay: Any, act: dict[str, Any]) -> dict[str, int]:
-    """Memory of one stage: states from the layout, activations from tmath.memory."""
-    per_mb = lay.dense_layers * act["dense"] + lay.moe_layers * act["moe"]
-    acts = per_mb * lay.in_flight
-    if lay.recompute == "full":
+def _stage_memory(st: dict[str, int], dense: int, moe: int, in_flight: int, recompute: str,
+                  act: dict[str, Any]) -> dict[str, int]:
+    """Memory of one stage: its states ``st`` (:attr:`tmath.layout.Layout.state_bytes`), and
+    the activations of its ``dense`` and ``moe`` layers (from tmath.memory) for ``in_flight``
+    micro-batches."""
+    per_mb = dense * act["dense"] + moe * act["moe"]
+    acts = per_mb * in_flight
+    if recompute == "full":
         acts += act["recomputed_layer"]
-    st = lay.state_bytes
     return {"weights": st["weights"], "grads": st["grads"], "optimizer": st["optimizer"],
             "activations": _int(Fraction(acts))}
+
+
+def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
+    """:func:`_stage_memory` of every pipeline stage, in time and memory linear in pp.
+
+    A stage's states depend only on its layer counts and on whether it holds the embedding
+    (the first) or the LM head (the last), so one layout is built per distinct stage, not
+    per stage; the layers before each stage are summed as the loop goes.
+    """
+    cfg, states, rows, start = lay.cfg, {}, [], 0
+    for s, n in enumerate(lay.stage_layers):
+        # MoE layers among start … start+n−1: those at or after first_k_dense
+        moe = max(0, start + n - max(start, cfg.first_k_dense)) if cfg.is_moe else 0
+        key = (n, moe, s == 0, s == lay.pp - 1)
+        if key not in states:
+            states[key] = lay.at_stage(s).state_bytes
+        in_flight = min(lay.pp - s, lay.micro_batches)  # Layout.in_flight
+        rows.append(_stage_memory(states[key], n - moe, moe, in_flight, lay.recompute, act))
+        start += n
+    return rows
 
 
 def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
@@ -105,37 +136,100 @@ def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
             "block": a.block}
 
 
+def _offsets_below(factors: list[tuple[int, int]], n: int) -> int:
+    """How many of the offsets ``Σ i_k·stride_k`` (``0 ≤ i_k < size_k``) are below ``n``.
+
+    ``factors`` are ``(stride, size)`` pairs, smallest stride first, each stride larger than
+    the largest offset of the factors before it (the layout's mixed radix), so the offsets
+    of the last factor's block ``i`` lie in ``[i·stride, (i+1)·stride)``: the blocks below
+    ``n // stride`` count whole, the block holding ``n`` counts by recursion.  Closed form:
+    no offset is listed, whatever the sizes.
+    """
+    if not factors:
+        return 1 if n > 0 else 0
+    *lower, (stride, size) = factors
+    whole, rest = divmod(n, stride)
+    block = math.prod(s for _, s in lower)
+    return min(size, whole) * block + (_offsets_below(lower, rest) if whole < size else 0)
+
+
+def _group_factors(lay: Any, c: Any) -> list[tuple[int, int]]:
+    """The rank offsets of collective ``c``'s group (the one holding rank 0) as ``(stride,
+    size)`` factors, smallest stride first: the layout's strides (tp fastest, then cp,
+    ep/dp, pp)."""
+    s = lay.strides
+    if c.axis == "tp":
+        return [(1, c.group)]
+    if c.axis == "cp":
+        return [(s["cp"], lay.cp)]
+    if c.axis == "ep":
+        return [(s["ep"], lay.ep)]
+    if c.axis == "pp":
+        return [(s["pp"], 2)]
+    if c.group == lay.dp_group:
+        return [(s["cp"], lay.cp), (s["dp"], lay.dp)]
+    # the routed experts' DP group: every ep-th DP rank
+    return [(s["cp"], lay.cp), (s["dp"] * lay.ep, lay.dp // lay.ep)]
+
+
 def _members_per_node(lay: Any, c: Any) -> int:
     """How many members of collective ``c``'s group (the one holding rank 0) share a node.
 
-    The group's rank offsets follow the layout's strides (tp fastest, then cp, ep/dp, pp);
-    a node holds ranks ``0 … gpus_per_node−1``.  A group on the intra-node link has all its
-    members there.
+    A node holds ranks ``0 … gpus_per_node−1``; a group on the intra-node link has all its
+    members there.  Counted in closed form (:func:`_offsets_below` on
+    :func:`_group_factors`): the time and memory do not grow with the mesh.
     """
-    import itertools
-
     if c.link != lay.inter_link or lay.intra_link == lay.inter_link:
         return c.group
-    s = lay.strides
-    if c.axis == "tp":
-        factors = [(1, c.group)]
-    elif c.axis == "cp":
-        factors = [(s["cp"], lay.cp)]
-    elif c.axis == "ep":
-        factors = [(s["ep"], lay.ep)]
-    elif c.axis == "pp":
-        factors = [(s["pp"], 2)]
-    elif c.group == lay.dp_group:
-        factors = [(s["cp"], lay.cp), (s["dp"], lay.dp)]
-    else:  # the routed experts' DP group: every ep-th DP rank
-        factors = [(s["cp"], lay.cp), (s["dp"] * lay.ep, lay.dp // lay.ep)]
-    offsets = [sum(i * st for i, (st, _) in zip(idx, factors, strict=True))
-               for idx in itertools.product(*(range(size) for _, size in factors))]
-    here = sum(1 for o in offsets if o < lay.gpus_per_node)
-    g = max(1, here)
+    g = max(1, _offsets_below(_group_factors(lay, c), lay.gpus_per_node))
     while c.group % g:  # an uneven split: count the node by its largest even share
-        g -= 1
+        g -= 1  # at most gpus_per_node steps
     return g
+
+
+#: The arguments :func:`build_plan` bounds, each by its plausible range in
+#: :data:`tmath.ledger.SETTING_LIMITS` (the table ``ledger`` uses), before any other work.
+_BOUNDED = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "global_batch", "seq_len", "stage",
+            "pp_edge_layers")
+
+
+def _check_bounds(values: dict[str, Any]) -> None:
+    """Refuse an argument outside its plausible range, or a mesh of more GPUs than any
+    cluster (``SETTING_LIMITS["world_size"]``), naming the argument, its flag and the range.
+
+    Runs before the layout is built, so nothing that grows with the mesh is ever computed
+    for an absurd one; a value that is not an integer is left to :func:`tmath.layout.build_layout`,
+    which names it.
+    """
+    from tmath.errors import show
+    from tmath.layout import LayoutError, _index
+    from tmath.ledger import SETTING_LIMITS
+
+    ints: dict[str, int] = {}
+    for name in _BOUNDED:
+        v = values[name]
+        if v is None:
+            continue
+        try:
+            n = _index(v)
+        except TypeError:
+            continue
+        lo, hi = SETTING_LIMITS[name]
+        if not lo <= n <= hi:
+            shown = f"{n:,}" if abs(n) < 10**15 else show(n)
+            raise LayoutError(f"{name}（{_field_flag(name)}）必须在 {lo:,} 到 {hi:,} 之间，"
+                              f"收到 {shown}", name)
+        ints[name] = n
+    degrees = {a: ints.get(a, 1) for a in ("dp", "tp", "pp", "cp")}
+    world = math.prod(degrees.values())
+    top = SETTING_LIMITS["world_size"][1]
+    if world > top:
+        big = max(degrees, key=lambda a: degrees[a])  # the first of the largest: dp on a tie
+        others = "、".join(_field_flag(a) for a in degrees if a != big)
+        raise LayoutError(
+            f"dp×tp×pp×cp = {'×'.join(f'{v:,}' for v in degrees.values())} = {world:,} 张卡，"
+            f"超过合理上限 {top:,}（已建成的最大集群约 20 万张卡）：减小 {_field_flag(big)}"
+            f"（或 {others}）", big)
 
 
 def build_plan(
@@ -162,20 +256,35 @@ def build_plan(
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
 
     Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
-    layout that cannot exist.  See the module docstring for the conventions.
+    layout that cannot exist, and, before any other work, for an integer argument outside
+    its plausible range or a mesh of more than 10⁶ GPUs (:data:`tmath.ledger.SETTING_LIMITS`).
+    ``gpu`` must have a node (:data:`tmath.hardware.NODES`); ``sequence_parallel=True``
+    needs tp > 1.  Time and memory do not grow with the mesh.  See the module docstring for
+    the conventions.
     """
     import tmath
     from tmath import comm
-    from tmath.hardware import hardware, link, node
+    from tmath.errors import show
+    from tmath.hardware import NODES, hardware, link
     from tmath.layout import AXES, LayoutError, build_layout
     from tmath.memory import checkpoint_flops, training_bytes_per_param
     from tmath.serving import WORKSPACE_BYTES_PER_GPU
 
+    _check_bounds({"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "micro_batch": micro_batch,
+                   "global_batch": global_batch, "seq_len": seq_len, "stage": stage,
+                   "pp_edge_layers": pp_edge_layers})
+    usable = "、".join(NODES)  # the GPUs with a node (links, GPUs per node): the only ones here
     try:
         hw = hardware(gpu)
-        nd = node(hw)
-    except ValueError as e:
-        raise LayoutError(str(e), "gpu") from None
+    except (ValueError, TypeError):
+        raise LayoutError(f"未知 GPU {show(gpu)}：请用 {usable} 之一", "gpu") from None
+    if hw.name not in NODES:
+        raise LayoutError(f"{hw.name} 没有节点与链路数据（每节点几张卡、走什么链路），算不了通信："
+                          f"请用 {usable} 之一", "gpu")
+    nd = NODES[hw.name]
+    if sequence_parallel is True and tp == 1:
+        raise LayoutError("序列并行把激活按序列切到张量并行组的各卡上，tp=1 时无从切分："
+                          "取 tp > 1，或不开序列并行（off）", "sequence_parallel")
     try:
         rb = training_bytes_per_param(recipe)
     except ValueError as e:
@@ -191,12 +300,11 @@ def build_plan(
 
     act = _activation_per_layer(cfg, lay)
     stages = []
-    for s in range(lay.pp):
-        mem = _stage_memory(lay.at_stage(s), act)
+    for s, mem in enumerate(_memory_by_stage(lay, act)):
         total = sum(mem.values())
         stages.append({"stage": s, **mem, "total": total,
                        "fits": bool(total + work <= cap)})
-    mem = _stage_memory(lay, act)
+    mem = {k: v for k, v in stages[lay.stage].items() if k not in ("stage", "total", "fits")}
     worst = max(stages, key=lambda r: r["total"])
 
     # communication: bytes and seconds on the links each axis rides
@@ -206,6 +314,7 @@ def build_plan(
     for c in colls:
         lk = link(c.link)
         per_node = _members_per_node(lay, c)
+        used = c.link
         if lk.step_latency is None:  # not an NCCL link (TPU ICI): the plain α–β model
             t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
                                      alpha=lk.alpha, topology=lk.topology)
@@ -214,10 +323,21 @@ def build_plan(
             t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lay.intra_link,
                                inter=lay.inter_link if spans else None,
                                per_node=per_node if spans else None)
+            # the label is the link the time is computed on: a group whose members all share
+            # a node (a pipeline pair, KV replicas inside a wider TP group) rides its NVLink
+            used = lay.inter_link if spans else lay.intra_link
         comm_s[c.axis] += c.count * t
-        coll_rows.append({**c.as_dict(), "per_node": per_node, "seconds_each": t,
+        coll_rows.append({**c.as_dict(), "link": used, "per_node": per_node, "seconds_each": t,
                           "seconds": c.count * t})
     comm_total = sum(comm_s.values())
+    # each axis' links: those its collectives ride ("NVLink4+IB-NDR" when they differ); an
+    # axis that sends nothing keeps the layout's link of its group
+    axis_links: dict[str, list[str]] = {}
+    for row in coll_rows:
+        seen = axis_links.setdefault(row["axis"], [])
+        if row["link"] not in seen:
+            seen.append(row["link"])
+    links = {a: "+".join(axis_links[a]) if a in axis_links else lay.links[a] for a in AXES}
 
     # compute
     fl = checkpoint_flops(cfg, lay.seq_len, lay.global_batch, strategy=recompute, causal=True)
@@ -255,7 +375,7 @@ def build_plan(
         "activation_block": act["block"],
         "activation_checked": act["checked"],
         "comm_bytes_per_gpu": lay.comm_bytes_per_gpu(),
-        "links": {a: lay.links[a] for a in AXES},
+        "links": links,
         "collectives": coll_rows,
         "comm_time_s": comm_s,
         "model_flops": model_flops,
@@ -384,7 +504,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
     for a in ("dp", "tp", "pp", "ep", "cp"):
         b = plan["comm_bytes_per_gpu"][a]
         t = plan["comm_time_s"][a]
-        where = f"走 {plan['links'][a]}，约 {t * 1e3:,.1f} ms" if b else "（不用）"
+        where = (f"走 {plan['links'][a].replace('+', ' 与 ')}，约 {t * 1e3:,.1f} ms" if b
+                 else "（不用）")
         lines.append(f"  {AXIS_ZH[a]}  {_bytes(b)}  {where}")
     lines += ["", "其中（每个优化器步）："]
     for c in plan["collectives"]:
@@ -399,7 +520,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
         f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
-        f"  由此的 MFU                  {plan['mfu']:.1%}",
+        f"  由此的 MFU                  {plan['mfu']:.1%}"
+        + ("" if plan["feasible"] else "（这一布局放不下，MFU 只作对照）"),
         "",
         "约定：",
     ]
@@ -437,7 +559,10 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--global-batch", type=int, default=None,
                    help="每个优化器步的序列条数 G（dp×b 的倍数），默认 dp×b")
     p.add_argument("--seq-len", type=int, default=2048, help="序列长度 T，默认 2048")
-    p.add_argument("--gpu", default="H100", help="GPU 名（H100、H200、TPUv5e），默认 H100")
+    from tmath.hardware import NODES
+
+    p.add_argument("--gpu", default="H100",
+                   help=f"GPU 名（{'、'.join(NODES)}：有节点与链路数据的），默认 H100")
     p.add_argument("--recompute", default="none", choices=("none", "selective", "full"),
                    help="激活重计算，默认 none")
     p.add_argument("--sequence-parallel", choices=("on", "off"), default=None,
@@ -464,12 +589,19 @@ def run_plan(args: argparse.Namespace) -> int:
         if getattr(args, "json", False):
             print(json.dumps({"error": msg, "field": field}, ensure_ascii=False))
         else:
-            print(f"tmath: 错误：{_field_flag(field) if field != 'config' else 'CONFIG'}：{msg}",
+            flag = _field_flag(field) if field != "config" else "CONFIG"
+            named = msg.startswith(flag) or f"（{flag}）" in msg  # the message names it first
+            print(f"tmath: 错误：{msg}" if named else f"tmath: 错误：{flag}：{msg}",
                   file=sys.stderr)
         return 2
 
     if (args.config is None) == (args.preset is None):
         return fail("给出 CONFIG.json 或 --preset NAME 二者之一", "config")
+    if args.preset is not None and args.preset not in tmath.presets():
+        from tmath.errors import show
+
+        return fail(f"--preset {show(args.preset)} 未知：请用 {'、'.join(tmath.presets())} 之一"
+                    "（tmath presets 列出全部）", "preset")
     try:
         cfg = tmath.preset(args.preset) if args.preset else tmath.ModelConfig.from_hf(args.config)
     except (ValueError, TypeError, OSError) as e:
