@@ -65,6 +65,13 @@ if "TMATH_CROSSCHECK_CACHE" not in os.environ:
     atexit.register(shutil.rmtree, _CACHE, True)
 
 
+# The course kit and the website hash each practice key with PBKDF2 at
+# tmath.exercises.KDF_ITERATIONS (about 0.1 s a hash): some 15 s of CPU for every build of a
+# site or a kit, three of them a run. The suite builds them with fewer iterations (the count
+# is stored with each hash, so every check still runs the same code);
+# tests/test_exercises.py checks the real count, benchmarks/bench_kdf.py measures its cost.
+os.environ.setdefault("TMATH_KDF_ITERATIONS", "1000")
+
 _SERVER: subprocess.Popen | None = None
 
 
@@ -256,6 +263,7 @@ def pytest_collect_file(file_path: Path, parent):
 #: xdist orders files by their number of tests: the site's 30 tests ran at 84 % of the run.)
 LONGEST_FIRST = (
     "tests/test_site.py",  # 86 s: two builds and Chromium
+    "tests/test_site_compute.py",  # 45 s: Pyodide in Chromium
     "tests/test_student_kit.py",  # 42 s
     "book/flops/when-6pt-fails.ipynb",  # 14 s
     "book/appendix/crosscheck.ipynb",  # 14 s

@@ -349,6 +349,8 @@ def server(built_site):
 
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
+#: What the page fetches to compute (book/_ext/pyodide_site.py): only once a reader asks.
+RUNTIME = re.compile(r"/_static/pyodide/|/_static/tmath/(tmath-worker\.js|tmath\.zip|.*\.whl|wheels\.json)$")
 #: Chromium resolves no other host, so a page's request to the internet fails at once and the
 #: machine stays offline; :class:`Tab` records the request, and the test fails on it.
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
@@ -383,10 +385,12 @@ class Tab:
         url = request.url
         if not url.startswith(("data:", "blob:")) and urlparse(url).hostname not in LOCAL_HOSTS:
             self.report["outside"].append(url)
+        elif RUNTIME.search(urlparse(url).path):
+            self.report["runtime"].append(url)
 
     def open(self, url: str):
         """Open ``url`` here; returns ``(page, report)``, the report fresh for this page."""
-        self.report = {"outside": [], "console_errors": [], "page_errors": []}
+        self.report = {"outside": [], "console_errors": [], "page_errors": [], "runtime": []}
         self.page.goto(url, wait_until="load")
         return self.page, self.report
 
@@ -476,7 +480,7 @@ def test_pages_in_chromium(built_site, server, tab):
         rel = path.relative_to(built_site).as_posix()
         r = load_page(tab, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
-        checks = ("outside", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
+        checks = ("outside", "runtime", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
                   "images_without_alt", "wide_math", "wide_code", "wide_output", "wide_table",
                   "raw_cite_keys")
         bad = {k: r[k] for k in checks if r[k]}
@@ -486,6 +490,60 @@ def test_pages_in_chromium(built_site, server, tab):
             problems[rel] = bad
     assert not problems, f"browser problems: {problems}"
     assert math_pages >= len(toc_pages()) - 2, "expected MathJax output on (nearly) every page"
+
+
+def test_pages_that_compute_load_its_script_and_reading_pages_do_not(built_site):
+    """tmath.js only where a page computes (a form, an answer box or a cell that runs there)."""
+    computing = {p for p in toc_pages() if "_static/tmath/tmath.js" in (built_site / f"{p}.html").read_text(
+        encoding="utf-8")}
+    assert {"book/appendix/calculator", "book/parallel/together", "book/intro/tour",
+            "book/flops/six-pt"} <= computing
+    assert not computing & {"book/index", "book/notation", "book/appendix/bibliography",
+                            "book/appendix/errata"}
+
+
+def test_the_calculator_page_computes_in_the_browser(built_site, server, tab):
+    from test_site_compute import cli
+
+    page, report = tab.open(f"{server}/book/appendix/calculator.html")
+    assert not report["runtime"], "the runtime must wait for the reader"
+    form = page.locator(".tmath-widget[data-kind='ledger']")
+    form.locator("button.tmath-run").click()
+    page.wait_for_function("() => document.querySelector('.tmath-widget .tmath-status')"
+                           ".textContent.includes('用时')", timeout=120_000)
+    want = cli(["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype", "bf16", "--tp", "8",
+                "--gpu", "H100"])
+    assert form.locator("pre.tmath-output").text_content() == want["stdout"]
+    assert report["runtime"] and not report["outside"] and not report["page_errors"]
+
+
+def test_the_student_site_s_python_holds_no_key_and_no_solution(built_site, student_site, tmp_path):
+    """The student site's tmath.zip: no answer_keys, no key value a solution alone prints, no
+    solution sentence; its answer boxes check against hashes."""
+    import zipfile
+
+    from test_student_edition import solution_sentences
+    from test_student_kit import _found, _full_edition_texts, _key_forms, _Scanner
+
+    with zipfile.ZipFile(student_site / "_static" / "tmath" / "tmath.zip") as zf:
+        names = zf.namelist()
+        texts = {n: zf.read(n).decode("utf-8") for n in names}
+    assert "tmath/_answer_hashes.py" in names and not [n for n in names if "answer_keys" in n]
+    for f in ("tmath.js", "tmath-worker.js", "wheels.json"):
+        texts[f] = (student_site / "_static" / "tmath" / f).read_text(encoding="utf-8")
+    kept, _ = _full_edition_texts()
+    forms = _key_forms()
+    shown = _found(forms, "\n".join(kept))
+    scan = _Scanner({label: fs for label, fs in forms.items() if fs and label not in shown})
+    leaks = {name: sorted(hits)[:3] for name, text in texts.items() if (hits := scan(text))}
+    assert not leaks, f"key values in the student site's Python: {leaks}"
+    secrets = solution_sentences(built_site)
+    leaks = {name: [s for s in secrets if s in text][:2] for name, text in texts.items()
+             if any(s in text for s in secrets)}
+    assert not leaks, f"solution text in the student site's Python: {leaks}"
+    boxes = sum((student_site / f"{p}.html").read_text(encoding="utf-8").count('class="tmath-answer"')
+                for p in toc_pages())
+    assert boxes >= 150
 
 
 @pytest.mark.parametrize("term", ["注意力", "显存", "FlashAttention", "MoE"])

@@ -43,8 +43,9 @@ MAX_FILE_BYTES = 64 * 2**20
 def _safe_name(name: str) -> str:
     """A file name the reader gave (``config.json``, ``Qwen3-8B/config.json``), kept inside
     the run's folder: no absolute path, no ``..``."""
-    parts = [p for p in str(name).replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
+    text = str(name).replace("\\", "/")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts or text.startswith("/") or any(p == ".." for p in parts):
         raise ValueError(f"文件名 {name!r} 不可用：请给出相对路径，不含 ..")
     return os.path.join(*parts)
 

@@ -116,7 +116,7 @@
       name: "config", rows: "4", spellcheck: "false",
       placeholder: "粘贴一个 config.json 的内容，或把文件（或模型文件夹）拖到这里；空着就用上面的预设",
     });
-    const upload = el("input", { type: "file", accept: ".json,application/json" });
+    const upload = el("input", { type: "file", accept: ".json,application/json", hidden: "" });
     const inputs = {};
     const grid = el("div", { class: "tmath-fields" });
     for (const f of fields) {
@@ -141,7 +141,8 @@
     root.append(
       el("div", { class: "tmath-source" },
         el("label", {}, el("span", { text: "预设模型" }), presetSelect),
-        el("label", {}, el("span", { text: "或上传 config.json" }), upload)),
+        el("label", { class: "tmath-upload" }, el("span", { text: "或" }),
+          el("span", { class: "tmath-button", text: "上传 config.json…" }), upload)),
       configText, grid,
       el("div", { class: "tmath-buttons" }, runButton, linkButton, saveButton),
       el("div", {}, el("span", { text: "等价的命令：" }), command),

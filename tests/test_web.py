@@ -1,0 +1,152 @@
+"""tmath.web (what the website's Web Worker calls) and the build's choice of runnable cells,
+in CPython: the same functions tests/test_site_compute.py runs in Pyodide in Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import pyodide_site  # noqa: E402
+
+import tmath.exercises as ex  # noqa: E402
+from tmath import web  # noqa: E402
+
+# --- run_cli: the command line, byte for byte -----------------------------------------------
+
+ARGVS = [
+    ["ledger", "--preset", "llama3-70b", "--tp", "8"],
+    ["ledger", "--preset", "gpt2", "--json"],
+    ["plan", "--preset", "llama3-70b", "--dp", "8", "--tp", "8", "--pp", "4"],
+    ["ledger", "--preset", "llama3-70b", "--tp", "7"],
+    ["ledger", "--preset", "llama3-70b", "--tp", "7", "--json"],
+    ["plan", "--help"],
+    ["presets"],
+    ["nonsense"],
+]
+
+
+@pytest.mark.parametrize("argv", ARGVS, ids=lambda a: " ".join(a)[:40])
+def test_run_cli_prints_what_python_m_tmath_prints(argv, tmp_path):
+    real = subprocess.run([sys.executable, "-m", "tmath", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, env=dict(os.environ, COLUMNS="80"))
+    got = json.loads(web.run_cli(argv))
+    assert got == {"stdout": real.stdout, "stderr": real.stderr, "exitCode": real.returncode}
+    # the tests of the page compare with this in-process run: it is the same text too
+    from test_site_compute import cli
+
+    assert cli(argv) == got
+
+
+def test_run_cli_writes_the_reader_s_files_in_a_folder_of_their_own(tmp_path):
+    here = os.getcwd()
+    config = (ROOT / "tests" / "hf_configs" / "qwen3-8b.json").read_text(encoding="utf-8")
+    got = json.loads(web.run_cli(json.dumps(["ledger", "Qwen3-8B", "--json"]),
+                                 json.dumps({"Qwen3-8B/config.json": config})))
+    assert got["exitCode"] == 0 and json.loads(got["stdout"])["model"]["model_type"] == "qwen3"
+    assert os.getcwd() == here
+    for bad in ("../escape.json", "/etc/passwd"):
+        got = json.loads(web.run_cli(["ledger", bad], {bad: "{}"}))
+        assert got["exitCode"] == 2 and "不可用" in got["stderr"] and not got["stdout"]
+    assert not (ROOT.parent / "escape.json").exists()
+
+
+# --- run_cell: what a notebook shows -----------------------------------------------------------
+
+def test_run_cell_shows_prints_displays_and_the_last_value_in_order():
+    web.reset_cells("t")
+    r = json.loads(web.run_cell("t", "x = 2\nprint('a')\nprint('b')\n{'k': 1, 'j': [1] * 40}"))
+    assert r["error"] is None
+    assert r["outputs"][0] == {"stream": "stdout", "text": "a\nb\n"}
+    assert r["outputs"][1]["data"]["text/plain"].startswith("{'k': 1,\n 'j': [1,")  # IPython's pretty
+    r = json.loads(web.run_cell("t", "x + 1"))
+    assert r["outputs"] == [{"data": {"text/plain": "3"}}]
+    assert json.loads(web.run_cell("other", "x"))["error"] == "NameError: name 'x' is not defined"
+    web.reset_cells("t")
+    assert json.loads(web.run_cell("t", "x"))["error"].startswith("NameError")
+    assert json.loads(web.run_cell("t", "x = 1\nx = None"))["outputs"] == []
+
+
+def test_run_cell_shows_sympy_as_latex_and_display_in_order():
+    r = json.loads(web.run_cell("s", "import sympy as sp\nfrom tmath.web import display\n"
+                                "d = sp.Symbol('d')\ndisplay(d**2)\nprint('then')\n12 * d**2"))
+    kinds = [("stream" in o, o.get("data", {}).get("text/latex")) for o in r["outputs"]]
+    assert kinds == [(False, "$\\displaystyle d^{2}$"), (True, None), (False, "$\\displaystyle 12 d^{2}$")]
+
+
+def test_run_prelude_runs_each_statement_and_reports_the_ones_that_fail():
+    r = json.loads(web.run_prelude("p", json.dumps(["a = 1", "b = nope", "c = a + 1"])))
+    assert r == {"errors": ["NameError: name 'nope' is not defined"]}
+    assert json.loads(web.run_cell("p", "c"))["outputs"] == [{"data": {"text/plain": "2"}}]
+
+
+# --- check_answer: the kit's hashes, the kit's words ---------------------------------------
+
+def _hashed(label: str):
+    key = ex._KEYS[label]
+    salted = replace(key, salt="00112233445566778899aabbccddeeff", iterations=3)
+    return replace(salted, compute=None, digest=salted.key_digest())
+
+
+def test_check_answer_right_wrong_and_not_a_number(monkeypatch):
+    ex.labels()
+    values = {label: float(ex._KEYS[label].compute()) for label in ("ex-tour-1", "ex-tour-1/share")}
+    monkeypatch.setattr(ex, "_KEYS", {**ex._KEYS, **{label: _hashed(label) for label in values}})
+
+    def ask(label, text):
+        return json.loads(asyncio.run(web.check_answer(label, text)))
+
+    n = int(values["ex-tour-1"])
+    assert ask("ex-tour-1", f"{n:,}") == {"correct": True, "message": "ex-tour-1：✓ 正确（容差：精确整数（个参数））"}
+    assert ask("ex-tour-1", str(n + 1))["correct"] is False
+    assert "应为整数" in ask("ex-tour-1", str(n + 0.5))["message"]
+    share = values["ex-tour-1/share"]
+    assert ask("ex-tour-1/share", f"{share:.4g}%")["correct"] is True
+    assert ask("ex-tour-1/share", f"{share / 100:.4g}")["correct"] is False  # 0.32, not 32 %
+    assert "不是一个数" in ask("ex-tour-1", "abc")["message"]
+    assert "没有练习" in ask("ex-nope-1", "1")["message"]
+    assert "有限" in ask("ex-tour-1", "1e400")["message"]
+
+
+# --- which cells run in the page -----------------------------------------------------------
+
+def _nb(*cells: tuple[str, list[str]]) -> dict:
+    return {"cells": [{"cell_type": "code", "source": src, "metadata": {"tags": tags}, "outputs": []}
+                      for src, tags in cells]}
+
+
+def test_classify_keeps_what_runs_in_the_page_and_says_why_not():
+    nb = _nb(
+        ("import numpy as np\nimport sympy as sp\nfrom tmath import diagrams, fmt\nimport tmath", []),
+        ("x = sp.Symbol('x')\nfmt.sci(3.2e23)", []),                 # runs: sympy, fmt
+        ("a = np.zeros(3)\nrows = []\nrows.append(np.ones(2))", []),  # NumPy
+        ("a", []),                                                    # a came from NumPy
+        ("rows", []),                                                 # mutated by a NumPy line
+        ("y = 1", ["remove-cell"]),                                   # hidden
+        ("y", []),                                                    # needs the hidden cell
+        ("tmath.naive_attention", []),                                # imports NumPy when used
+        ("tmath.count_params", []),                                   # does not
+        ("from tmath.dist import run", []),                           # gloo processes
+    )
+    cells = {c.index: c for c in pyodide_site.classify(nb)}
+    assert [i for i, c in cells.items() if c.runnable] == [1, 8]
+    assert {i: c.reason for i, c in cells.items() if not c.runnable} == {
+        0: "NumPy", 2: "NumPy", 3: "NumPy", 4: "NumPy", 6: "隐藏单元格", 7: "NumPy", 9: "子进程"}
+    assert cells[1].prelude == ["import sympy as sp", "from tmath import fmt", "import tmath"]
+
+
+def test_the_derivations_the_issue_names_run_in_the_page():
+    wanted = {"book/flops/six-pt": {4, 7, 10}, "book/gpt3/multihead": {13, 14},
+              "book/flash/online-softmax": {4, 7}, "book/intro/tour": {6, 9}}
+    for page, indices in wanted.items():
+        nb = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
+        runnable = {c.index for c in pyodide_site.classify(nb) if c.runnable}
+        assert indices <= runnable, (page, indices - runnable)
