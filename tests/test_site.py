@@ -480,8 +480,8 @@ def test_pages_in_chromium(built_site, server, tab):
         rel = path.relative_to(built_site).as_posix()
         r = load_page(tab, f"{server}/{rel}")
         math_pages += bool(r["mjx"])
-        checks = ("outside", "runtime", "console_errors", "page_errors", "mjx_errors", "raw_math", "raw_markup",
-                  "images_without_alt", "wide_math", "wide_code", "wide_output", "wide_table",
+        checks = ("outside", "runtime", "console_errors", "page_errors", "mjx_errors", "raw_math",
+                  "raw_markup", "images_without_alt", "wide_math", "wide_code", "wide_output", "wide_table",
                   "raw_cite_keys")
         bad = {k: r[k] for k in checks if r[k]}
         if r["math_nodes"] and not r["mjx"]:
@@ -522,8 +522,9 @@ def test_the_student_site_s_python_holds_no_key_and_no_solution(built_site, stud
     solution sentence; its answer boxes check against hashes."""
     import zipfile
 
-    from test_student_edition import solution_sentences
     from test_student_kit import _found, _full_edition_texts, _key_forms, _Scanner
+
+    from test_student_edition import solution_sentences
 
     with zipfile.ZipFile(student_site / "_static" / "tmath" / "tmath.zip") as zf:
         names = zf.namelist()

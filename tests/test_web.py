@@ -105,7 +105,8 @@ def test_check_answer_right_wrong_and_not_a_number(monkeypatch):
         return json.loads(asyncio.run(web.check_answer(label, text)))
 
     n = int(values["ex-tour-1"])
-    assert ask("ex-tour-1", f"{n:,}") == {"correct": True, "message": "ex-tour-1：✓ 正确（容差：精确整数（个参数））"}
+    assert ask("ex-tour-1", f"{n:,}") == {"correct": True,
+                                          "message": "ex-tour-1：✓ 正确（容差：精确整数（个参数））"}
     assert ask("ex-tour-1", str(n + 1))["correct"] is False
     assert "应为整数" in ask("ex-tour-1", str(n + 0.5))["message"]
     share = values["ex-tour-1/share"]
