@@ -15,6 +15,7 @@ would change the venv the book was tested in.
 from __future__ import annotations
 
 import importlib.metadata as md
+import json
 import re
 
 from conftest import ROOT
@@ -98,3 +99,28 @@ def test_make_book_s_requirements_are_closed_on_their_own():
     book = pins((ROOT / "requirements.txt").read_text(encoding="utf-8"))
     missing = _unpinned_requirements(book)
     assert not missing, f"required by packages of requirements.txt, pinned only elsewhere: {missing}"
+
+
+# --- the website's runtime: npm and the wheels Pyodide unpacks ---------------------------------
+
+
+def test_the_npm_lockfile_pins_pyodide_and_records_no_download_host():
+    package = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    version = package["dependencies"]["pyodide"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), "pyodide pinned to one version"
+    assert lock["packages"]["node_modules/pyodide"]["version"] == version
+    text = (ROOT / "package-lock.json").read_text(encoding="utf-8")
+    assert '"resolved"' not in text and "http" not in text, "the lockfile names no download host"
+    assert all(p.get("integrity", "").startswith("sha512-") for k, p in lock["packages"].items() if k)
+
+
+def test_the_pyodide_wheels_are_pinned_by_hash_at_the_book_s_versions():
+    book = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (ROOT / "requirements.txt").read_text(), re.M))
+    lines = [ln for ln in (ROOT / "requirements-pyodide.txt").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert len(lines) == 2
+    for line in lines:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==(\S+) --hash=sha256:[0-9a-f]{64}", line)
+        assert m, line
+        assert book[m.group(1)] == m.group(2), f"{m.group(1)}: the site's wheel is the book's version"

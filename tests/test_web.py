@@ -151,3 +151,13 @@ def test_the_derivations_the_issue_names_run_in_the_page():
         nb = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
         runnable = {c.index for c in pyodide_site.classify(nb) if c.runnable}
         assert indices <= runnable, (page, indices - runnable)
+
+
+def test_a_graded_exercise_gets_no_hash_and_so_no_answer_box(monkeypatch, tmp_path):
+    monkeypatch.setattr(pyodide_site, "ROOT", tmp_path)  # the cache of hashes goes there
+    monkeypatch.setenv("BOOK_GRADED", "ex-tour-1, ex-moe-2")
+    table = pyodide_site._hash_table()
+    assert not [k for k in table if k.split("/")[0] in ("ex-tour-1", "ex-moe-2")]
+    assert "ex-tour-2" in table and [k for k in table if k.startswith("ex-moe-1/")]
+    monkeypatch.delenv("BOOK_GRADED")
+    assert "ex-tour-1" in pyodide_site._hash_table() and "ex-tour-1/share" in pyodide_site._hash_table()

@@ -235,7 +235,7 @@ async def check_answer(label: str, text: str) -> str:
     Returns JSON ``{"correct": bool, "message": …}``: the verdict ``tmath.check`` prints
     (✓ 正确 / ✗ 还不对 with the tolerance), never the key, by the same grid rule against the
     same salted PBKDF2 hashes as the course kit.  ``text`` is read as a number (``1.5e9``,
-    ``1,234``; ``32.08%`` is read as 32.08); anything else is refused in Chinese.
+    ``1,234``; ``12.5%`` is read as 12.5); anything else is refused in Chinese.
     """
     from tmath.exercises import key_and_value, verdict
 
@@ -243,7 +243,7 @@ async def check_answer(label: str, text: str) -> str:
         value = _read_number(text)
     except ValueError:
         return json.dumps({"correct": False, "message": f"“{str(text)[:40]}”不是一个数：请只填数字，"
-                           "例如 1.5e9 或 32.08"}, ensure_ascii=False)
+                           "例如 1.5e9 或 12.5"}, ensure_ascii=False)
     try:
         key, x = key_and_value(value, label)
     except (TypeError, ValueError) as e:

@@ -368,6 +368,9 @@
       try {
         const r = await runCellAt(cell, cell.editor.value);
         await renderOutputs(cell.area, r);
+        // what the notebook saved gives way to what ran here
+        const saved = container.querySelector(".cell_output");
+        if (saved) saved.style.display = "none";
         cell.status.textContent = `用时 ${seconds(t0)}`;
         container.dataset.tmathRan = r.error ? "error" : "ok";
       } catch (e) {
