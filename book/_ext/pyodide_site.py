@@ -657,8 +657,6 @@ def _build_finished(app, exception) -> None:
         "tmath in the browser: %d pages compute; %d visible code cells run in the page, %d do not "
         "(%s)", len(_PAGES), total, sum(reasons.values()),
         ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items(), key=lambda x: -x[1])))
-    out = Path(app.outdir) / "_static" / "tmath" / "cells.json"
-    out.write_text(json.dumps({"pages": _COUNTS}, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 def _fingerprint() -> str:
