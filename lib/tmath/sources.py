@@ -117,6 +117,9 @@ CITATIONS: dict[str, str] = {
     "qwen2024qwen2_7b": "Qwen 团队，Qwen2-7B-Instruct 官方 config.json",
     "deepseek2024v3": "DeepSeek-AI，DeepSeek-V3 官方 config.json",
     "meta2024llama31_modelcard": "Meta《Llama 3.1 模型卡》",
+    "meta2023mtia": "Meta（2023）《MTIA v1：Meta 第一代 AI 推理加速器》",
+    "meta2024mtia": "Meta（2024）《下一代 Meta 训练与推理加速器》",
+    "firoozshahian2023mtia": "Firoozshahian 等（2023）《MTIA: First Generation Silicon》",
     "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
     "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
     "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
@@ -498,6 +501,32 @@ register(
     "H100-80GB, TDP 700 W. Training time (GPU hours) / location-based tCO2eq: "
     "8B 1.46M / 420; 70B 7.0M / 2,040; 405B 30.84M / 8,930; total 39.3M / 11,390; "
     "market-based 0. Pretraining data ~15T tokens.",
+)
+register(
+    "meta2023mtia",
+    "MTIA v1: Meta's first-generation AI inference accelerator (Meta AI blog, 18 May 2023)",
+    "https://ai.meta.com/blog/meta-training-inference-accelerator-AI-MTIA/",
+    "'The accelerator is fabricated in TSMC 7nm process and runs at 800 MHz, providing 102.4 "
+    "TOPS at INT8 precision and 51.2 TFLOPS at FP16 precision. It has a thermal design power "
+    "(TDP) of 25 W.' An inference accelerator for recommendation models (DLRMs), designed in "
+    "2020. Read through verbatim copies of the post (first published at "
+    "ai.facebook.com/blog/meta-training-inference-accelerator-AI-MTIA/).",
+)
+register(
+    "meta2024mtia",
+    "Our next-generation Meta Training and Inference Accelerator (Meta AI blog, 10 April 2024)",
+    "https://ai.meta.com/blog/next-generation-meta-training-inference-accelerator-AI-MTIA/",
+    "Its table compares MTIA v1 with the next generation: v1 GEMM TOPS '102.4 TFLOPS/s (INT8), "
+    "51.2 TFLOPS/s (FP16/BF16)', TDP 25 W (next generation: 354 / 177 TFLOPS/s dense, twice "
+    "that '(sparsity)', 90 W). v1 has no sparse figure: 51.2 is its dense 16-bit matmul peak.",
+)
+register(
+    "firoozshahian2023mtia",
+    "MTIA: First Generation Silicon Targeting Meta's Recommendation Systems (Firoozshahian et "
+    "al., ISCA 2023)",
+    "https://doi.org/10.1145/3579371.3589348",
+    "Abstract: 'We averaged 0.9x perf/W across various DLRMs, and benchmarks show operators such "
+    "as GEMMs reaching 2x perf/W' (against a GPU), with the software stack of the time.",
 )
 register(
     "fina2009facilities",
