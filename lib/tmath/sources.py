@@ -80,6 +80,9 @@ CITATIONS: dict[str, str] = {
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
     "patarasuk2009bandwidth": "Patarasuk、Yuan（2009）《带宽最优的 all-reduce》",
     "pytorch-fsdp2-docs": "PyTorch 文档《fully_shard（FSDP2）》",
+    "deepspeed-engine-no-sync": "DeepSpeed 源码《runtime/engine.py：no_sync》",
+    "deepspeed-pr4713": "DeepSpeed 拉取请求 4713《BF16_Optimizer：支持 bf16 梯度累积》",
+    "nccl-tests-performance": "NVIDIA《nccl-tests：PERFORMANCE.md》",
     "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
     "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
     "pytorch-tp-tutorial": "Liang、Liu（2024）《PyTorch 张量并行教程》",
@@ -727,7 +730,29 @@ register("pytorch-tp-docs", "Tensor Parallelism - torch.distributed.tensor.paral
          "(PyTorch documentation)",
          "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html")
 register("pytorch-fsdp2-docs", "torch.distributed.fsdp.fully_shard (PyTorch documentation)",
-         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html")
+         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
+         "FSDPModule.set_requires_gradient_sync: 'This can be used to implement gradient "
+         "accumulation *without communication*' ('the equivalence of `no_sync` in FSDP1'). "
+         "FSDPModule.set_reshard_after_backward: 'This can be used during gradient accumulation "
+         "to trade off higher memory for reduced communication since the unsharded parameters "
+         "do not need to be re-all-gathered before the next forward.' (Docstrings of torch "
+         "2.13, which the page renders.)")
+register("deepspeed-engine-no-sync", "DeepSpeed source, deepspeed/runtime/engine.py: "
+         "DeepSpeedEngine.no_sync",
+         "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/engine.py",
+         "assert not self.zero_optimization_partition_gradients(): 'no_sync context manager is "
+         "incompatible with gradient partitioning logic of ZeRO stage' 2 or 3: with gradients "
+         "partitioned, every micro-batch's gradients are reduced into the rank's partition.")
+register("deepspeed-pr4713", "DeepSpeed pull request 4713, 'BF16_Optimizer: add support for "
+         "bf16 grad acc'", "https://github.com/microsoft/DeepSpeed/pull/4713",
+         "'the default accumulation data type is fp32'; \"data_types\": {\"grad_accum_dtype\": "
+         "\"bf16\"} accumulates in bf16 instead.")
+register("nccl-tests-performance", "NVIDIA nccl-tests, doc/PERFORMANCE.md: Performance "
+         "reported by NCCL tests", "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+         "algbw = S/t; bus bandwidth = algbw x 2(n-1)/n for AllReduce, x (n-1)/n for "
+         "ReduceScatter, AllGather and AlltoAll, x 1 for Broadcast and Reduce: 'Using this bus "
+         "bandwidth, we can compare it with the hardware peak bandwidth, independently of the "
+         "number of ranks used.'")
 register("nvidia-gb200-nvl72", "NVIDIA GB200 NVL72 (product page)",
          "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
          "72 Blackwell GPUs and 36 Grace CPUs in one rack, one 72-GPU NVLink domain.")
