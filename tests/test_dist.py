@@ -39,6 +39,9 @@ SCENARIOS = [
     ("tp_block", {**TP, "recompute": "selective"}),
     # unfused projections under torchtitan's plan (PrepareModuleInput on attention and MLP)
     ("tp_block", {**TP, "sp": False, "fused": False, "prepare_input": True}),
+    # FSDP2's accumulation without communication (index 16)
+    ("fsdp", {**TP, "layers": 2, "micro_batches": 2, "accumulate_unsharded": True,
+              "reshard_after_forward": False}),
 ]
 
 
@@ -337,6 +340,22 @@ def test_a_cached_result_is_returned_without_starting_processes(tmp_path, monkey
     assert got["cached"] is True and got["scenarios"] == fake["scenarios"]
     assert path != dist._cache_path(str(tmp_path), 4, scenarios)
     assert path != dist._cache_path(str(tmp_path), 2, dist._spec([("collectives", {"numel": 16})]))
+
+
+def test_fsdp2_accumulation_without_sync_or_reshard_sends_one_all_reduce_per_step(runs):
+    """set_requires_gradient_sync(False) and set_reshard_after_backward(False) on the first of
+    two micro-batches, reshard_after_forward=False: one all-gather (the first forward) and one
+    reduce-scatter (the last backward) per layer and step, DDP's bytes for the same two
+    micro-batches (ZeRO-3 by default pays three times that), and the same gradients."""
+    sc = runs[16]
+    ddp = [sum(got.values()) for got in dist.bytes_by_phase(runs[9])]
+    z3 = middle_stage_dp(zero=3, micro_batches=2)
+    z3_bytes = sum(c.total_bytes_sent for c in z3.collectives() if c.axis == "dp")
+    for rank, got in enumerate(dist.bytes_by_phase(sc)):
+        assert sum(got.values()) == ddp[rank] == Fraction(z3_bytes, 3), rank
+        assert sc["ranks"][rank]["max_err_grad"] < 1e-4
+    assert sc["ranks"][0]["comm_counts"] == {"c10d._allgather_base_": 2,
+                                             "c10d._reduce_scatter_base_": 2}
 
 
 def _ranks_without_timing(res: dict) -> list:

@@ -44,6 +44,10 @@ Scenarios (``name``: parameters):
                    forward and backward of ``micro_batches`` micro-batches; checks gradients.
                    ``reshard_after_forward=False`` keeps the gathered weights from the forward
                    for the backward (no second all-gather: ZeRO-2's traffic per micro-batch).
+                   ``accumulate_unsharded=True`` calls ``set_requires_gradient_sync(False)``
+                   and ``set_reshard_after_backward(False)`` for every micro-batch but the
+                   last (FSDP2's gradient accumulation without communication: unsharded
+                   gradients and weights kept between micro-batches, one reduce-scatter).
 ``"pipeline"``     one block per rank, a 1F1B pipeline over ``world`` stages with
                    ``micro_batches`` micro-batches, activations and gradients sent with
                    isend/irecv (Megatron's schedule); checks the weight gradients and
@@ -91,7 +95,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "ddp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
             "micro_batches": 2, "bucket_cap_mb": None},
     "fsdp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
-             "micro_batches": 2, "reshard_after_forward": True},
+             "micro_batches": 2, "reshard_after_forward": True, "accumulate_unsharded": False},
     "pipeline": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8,
                  "micro_batches": 3},
     "moe": {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "uniform"},
@@ -830,7 +834,8 @@ def _dp_reference(n: int, d: int, heads: int, kv_heads: int, ffn: int, batch: in
 
 
 def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
-              layers: int, micro_batches: int, reshard_after_forward: bool) -> dict[str, Any]:
+              layers: int, micro_batches: int, reshard_after_forward: bool,
+              accumulate_unsharded: bool) -> dict[str, Any]:
 
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -848,6 +853,10 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
     # FSDP2-wrapped blocks in torch 2.13, so this scenario counts with the plain recorder
     with ctx.mode() as mode:
         for j in range(micro_batches):
+            if accumulate_unsharded:  # FSDP2's no_sync: sync and reshard after the last only
+                last = j == micro_batches - 1
+                model.set_requires_gradient_sync(last)
+                model.set_reshard_after_backward(last)
             ctx.phase = "forward"
             out = model(data[r, j])
             ctx.phase = "backward"

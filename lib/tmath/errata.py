@@ -1344,6 +1344,12 @@ def _fmt():
     return fmt
 
 
+def _hw():
+    from tmath import hardware
+
+    return hardware
+
+
 def _dao2022() -> dict:
     from tmath.attention import DAO2022_GPT2_MEDIUM
 
@@ -1466,6 +1472,17 @@ OLYMPIC_POOL_M3 = 50.0 * 25.0 * 2.0
 # The seed: efficiency grows 1.28x a year "from 2010 to 2024"; "by the end of the 2030s".
 EFFICIENCY_ANNUAL_FACTOR = 1.28
 
+# Seed 000: "以 FP16 格式，NVIDIA H100 达到每瓦 1.4e12 FLOP/s，Meta MTIA 达到 2.1e12 FLOP/s".
+SEED_MTIA_FLOPS_PER_WATT = 2.1e12
+
+
+def _mtia_flops_per_watt() -> float:
+    """MTIA v1: 51.2 TFLOP/s FP16 over a 25 W TDP (Meta's announcement, meta2023mtia)."""
+    from tmath.hardware import MTIA_V1_FP16_FLOPS, MTIA_V1_TDP_WATTS
+
+    return MTIA_V1_FP16_FLOPS / MTIA_V1_TDP_WATTS
+
+
 # --- Part IV: energy (book/energy/) ----------------------------------------
 ERRATA_ENERGY: list[Erratum] = [
     Erratum(
@@ -1508,6 +1525,31 @@ ERRATA_ENERGY: list[Erratum] = [
         },
         chapter="book/energy/energy",
         fmt=".1f",
+    ),
+    Erratum(
+        key="mtia-flops-per-watt",
+        seed="000",
+        location="能效趋势：Meta MTIA",
+        claim="以 FP16 格式，NVIDIA H100 达到每瓦 1.4×10¹² FLOP/s，Meta MTIA 达到 2.1×10¹² FLOP/s。",
+        stated=SEED_MTIA_FLOPS_PER_WATT,
+        unit="FLOP/J",
+        compute=_mtia_flops_per_watt,
+        cause=(
+            "只错在最后一位：Meta 公布的 MTIA v1 是 FP16 {peak} TFLOP/s、TDP {tdp} W，"
+            "相除得 {eff} FLOP/J，按原文的两位有效数字应写 {eff2}。"
+            "原文没有写出算式；它的 {seed} 与先把 {eff} 舍成三位（{eff3}）、再四舍五入成两位的结果相同，"
+            "两次舍入把末位抬高了一格。原文的结论（MTIA v1 的峰值能效高于 H100）不变。"
+        ),
+        values=lambda: {
+            "peak": _fmt().num(_hw().MTIA_V1_FP16_FLOPS / 1e12, 3),
+            "tdp": _fmt().num(_hw().MTIA_V1_TDP_WATTS),
+            "eff": _fmt().sci(_mtia_flops_per_watt(), 4),
+            "eff2": _fmt().sci(_mtia_flops_per_watt(), 2),
+            "eff3": _fmt().sci(_mtia_flops_per_watt(), 3),
+            "seed": _fmt().sci(SEED_MTIA_FLOPS_PER_WATT, 2),
+        },
+        chapter="book/energy/energy",
+        fmt=".4g",
     ),
     Erratum(
         key="v100-flops-per-watt",

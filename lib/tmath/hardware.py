@@ -85,6 +85,15 @@ _TABLE = [
     Hardware("TPUv5e", 197e12, None, 16 * GiB, 819e9, None, 400e9, 2023, "bf16", "google-tpu-v5e"),
 ]
 
+#: Meta's MTIA v1 (announced 2023): an inference accelerator for recommendation models, kept
+#: out of :data:`HARDWARE` (LPDDR5 rather than HBM, no NVLink; nothing in the book trains or
+#: serves on it).  Its dense 16-bit (FP16/BF16) matmul peak in FLOP/s and its TDP in W, as
+#: Meta's announcement gives them (source key :data:`MTIA_V1_SOURCE`; Meta's 2024 table,
+#: ``meta2024mtia``, gives the same two figures and no sparse one).
+MTIA_V1_FP16_FLOPS = 51.2e12
+MTIA_V1_TDP_WATTS = 25.0
+MTIA_V1_SOURCE = "meta2023mtia"
+
 #: name -> :class:`Hardware`.  Names: V100 (SXM2 32GB), A100 (SXM 80GB),
 #: H100 (SXM 80GB), H800 (SXM), H200 (SXM 141GB), TPUv5e.
 HARDWARE: dict[str, Hardware] = {h.name: h for h in _TABLE}

@@ -80,6 +80,9 @@ CITATIONS: dict[str, str] = {
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
     "patarasuk2009bandwidth": "Patarasuk、Yuan（2009）《带宽最优的 all-reduce》",
     "pytorch-fsdp2-docs": "PyTorch 文档《fully_shard（FSDP2）》",
+    "deepspeed-engine-no-sync": "DeepSpeed 源码《runtime/engine.py：no_sync》",
+    "deepspeed-pr4713": "DeepSpeed 拉取请求 4713《BF16_Optimizer：支持 bf16 梯度累积》",
+    "nccl-tests-performance": "NVIDIA《nccl-tests：PERFORMANCE.md》",
     "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
     "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
     "pytorch-tp-tutorial": "Liang、Liu（2024）《PyTorch 张量并行教程》",
@@ -117,6 +120,9 @@ CITATIONS: dict[str, str] = {
     "qwen2024qwen2_7b": "Qwen 团队，Qwen2-7B-Instruct 官方 config.json",
     "deepseek2024v3": "DeepSeek-AI，DeepSeek-V3 官方 config.json",
     "meta2024llama31_modelcard": "Meta《Llama 3.1 模型卡》",
+    "meta2023mtia": "Meta（2023）《MTIA v1：Meta 第一代 AI 推理加速器》",
+    "meta2024mtia": "Meta（2024）《下一代 Meta 训练与推理加速器》",
+    "firoozshahian2023mtia": "Firoozshahian 等（2023）《MTIA: First Generation Silicon》",
     "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
     "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
     "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
@@ -500,6 +506,32 @@ register(
     "market-based 0. Pretraining data ~15T tokens.",
 )
 register(
+    "meta2023mtia",
+    "MTIA v1: Meta's first-generation AI inference accelerator (Meta AI blog, 18 May 2023)",
+    "https://ai.meta.com/blog/meta-training-inference-accelerator-AI-MTIA/",
+    "'The accelerator is fabricated in TSMC 7nm process and runs at 800 MHz, providing 102.4 "
+    "TOPS at INT8 precision and 51.2 TFLOPS at FP16 precision. It has a thermal design power "
+    "(TDP) of 25 W.' An inference accelerator for recommendation models (DLRMs), designed in "
+    "2020. Read through verbatim copies of the post (first published at "
+    "ai.facebook.com/blog/meta-training-inference-accelerator-AI-MTIA/).",
+)
+register(
+    "meta2024mtia",
+    "Our next-generation Meta Training and Inference Accelerator (Meta AI blog, 10 April 2024)",
+    "https://ai.meta.com/blog/next-generation-meta-training-inference-accelerator-AI-MTIA/",
+    "Its table compares MTIA v1 with the next generation: v1 GEMM TOPS '102.4 TFLOPS/s (INT8), "
+    "51.2 TFLOPS/s (FP16/BF16)', TDP 25 W (next generation: 354 / 177 TFLOPS/s dense, twice "
+    "that '(sparsity)', 90 W). v1 has no sparse figure: 51.2 is its dense 16-bit matmul peak.",
+)
+register(
+    "firoozshahian2023mtia",
+    "MTIA: First Generation Silicon Targeting Meta's Recommendation Systems (Firoozshahian et "
+    "al., ISCA 2023)",
+    "https://doi.org/10.1145/3579371.3589348",
+    "Abstract: 'We averaged 0.9x perf/W across various DLRMs, and benchmarks show operators such "
+    "as GEMMs reaching 2x perf/W' (against a GPU), with the software stack of the time.",
+)
+register(
     "fina2009facilities",
     "FINA Facilities Rules 2009-2013, FR 3: swimming pools for Olympic Games and "
     "World Championships",
@@ -698,7 +730,29 @@ register("pytorch-tp-docs", "Tensor Parallelism - torch.distributed.tensor.paral
          "(PyTorch documentation)",
          "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html")
 register("pytorch-fsdp2-docs", "torch.distributed.fsdp.fully_shard (PyTorch documentation)",
-         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html")
+         "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html",
+         "FSDPModule.set_requires_gradient_sync: 'This can be used to implement gradient "
+         "accumulation *without communication*' ('the equivalence of `no_sync` in FSDP1'). "
+         "FSDPModule.set_reshard_after_backward: 'This can be used during gradient accumulation "
+         "to trade off higher memory for reduced communication since the unsharded parameters "
+         "do not need to be re-all-gathered before the next forward.' (Docstrings of torch "
+         "2.13, which the page renders.)")
+register("deepspeed-engine-no-sync", "DeepSpeed source, deepspeed/runtime/engine.py: "
+         "DeepSpeedEngine.no_sync",
+         "https://github.com/deepspeedai/DeepSpeed/blob/master/deepspeed/runtime/engine.py",
+         "assert not self.zero_optimization_partition_gradients(): 'no_sync context manager is "
+         "incompatible with gradient partitioning logic of ZeRO stage' 2 or 3: with gradients "
+         "partitioned, every micro-batch's gradients are reduced into the rank's partition.")
+register("deepspeed-pr4713", "DeepSpeed pull request 4713, 'BF16_Optimizer: add support for "
+         "bf16 grad acc'", "https://github.com/microsoft/DeepSpeed/pull/4713",
+         "'the default accumulation data type is fp32'; \"data_types\": {\"grad_accum_dtype\": "
+         "\"bf16\"} accumulates in bf16 instead.")
+register("nccl-tests-performance", "NVIDIA nccl-tests, doc/PERFORMANCE.md: Performance "
+         "reported by NCCL tests", "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+         "algbw = S/t; bus bandwidth = algbw x 2(n-1)/n for AllReduce, x (n-1)/n for "
+         "ReduceScatter, AllGather and AlltoAll, x 1 for Broadcast and Reduce: 'Using this bus "
+         "bandwidth, we can compare it with the hardware peak bandwidth, independently of the "
+         "number of ranks used.'")
 register("nvidia-gb200-nvl72", "NVIDIA GB200 NVL72 (product page)",
          "https://www.nvidia.com/en-us/data-center/gb200-nvl72/",
          "72 Blackwell GPUs and 36 Grace CPUs in one rack, one 72-GPU NVLink domain.")

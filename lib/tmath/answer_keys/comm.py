@@ -121,6 +121,18 @@ def _data_2_zero2() -> float:
     return _zero_ratio(2)
 
 
+@answer("ex-data-2/fsdp2", rel_tol=0.01, unit="倍")
+def _data_2_fsdp2() -> float:
+    """FSDP2, 8 micro-batches, the first 7 with set_requires_gradient_sync(False) and
+    set_reshard_after_backward(False) (reshard_after_forward left True): all-gathers in the
+    first forward and before each of the 8 backwards, one reduce-scatter: (8 + 2)/2 = 5."""
+    from tmath import comm, count_params, preset
+
+    g = 2 * count_params(preset("llama3-8b")).total
+    sent = 9 * comm.bytes_sent("all_gather", g, 64) + comm.bytes_sent("reduce_scatter", g, 64)
+    return sent / comm.bytes_sent("all_reduce", g, 64)
+
+
 @answer("ex-data-3", rel_tol=0.01, unit="个 token")
 def _data_3() -> float:
     """Tokens per GPU per step at which compute equals the all-reduce, H100 peak, 64 GPUs on
