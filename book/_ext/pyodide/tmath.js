@@ -172,7 +172,7 @@
       started = true;
       showCommand();
       const t0 = performance.now();
-      status.textContent = worker ? "计算中……" : "第一次计算：正在载入浏览器里的 Python 和 tmath（约 10 MB，只载一次）……";
+      status.textContent = worker ? "计算中……" : "第一次计算：正在从本站载入浏览器里的 Python 和 tmath（只载一次）……";
       root.classList.add("tmath-busy");
       const job = busy.then(() => window.tmathRun(argv(false), files()));
       busy = job.catch(() => {});
