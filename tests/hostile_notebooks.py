@@ -125,11 +125,14 @@ big = numpy.empty(10 * 2**30, dtype=numpy.uint8)
 print("granted", big.nbytes)
 '''
 
-#: An infinite loop, in the kernel and in a child that outlives it.
+#: An infinite loop, in the kernel and in thirty children, each in a session of its own (which
+#: takes it out of the sandbox's autogroup: only a cgroup keeps the thirty to one CPU share).
 LOOP = '''\
 import os, sys
-if os.fork() == 0:
-    os.execv(sys.executable, [sys.executable, "-c", "while True: pass", "tmath-hostile-loop-{marker}"])
+for _ in range(30):
+    if os.fork() == 0:
+        os.setsid()
+        os.execv(sys.executable, [sys.executable, "-c", "while True: pass", "tmath-hostile-loop-{marker}"])
 while True:
     pass
 '''

@@ -833,6 +833,9 @@ def test_grade_hostile_submissions_harm_nothing_but_their_own_row(grading, kit_p
         uids = {sandbox_uid(slot, run.proc.pid) for slot in range(2)}
         left = [p.name for p in Path("/proc").glob("[0-9]*") if _uid(p) in uids]
         assert not left, f"processes of the sandboxes' users left: {left}"
+    # the sandboxes' cgroups (where the machine lets root make them) are removed with them
+    groups = list(Path("/sys/fs/cgroup").glob(f"*/**/tmath-grade-{run.proc.pid}-*"))
+    assert not groups, groups
     assert proc.returncode == 0, proc.stderr[-3000:]  # h5 sent SIGKILL to the grader: it never saw it
     table = (here / "grades" / "grades.csv").read_text(encoding="utf-8-sig")
     rows = {r[0]: r for r in csv.reader(io.StringIO(table))}

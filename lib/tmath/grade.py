@@ -238,8 +238,9 @@ def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitE
     import nbformat
 
     wall = sandbox_seconds(timeout)
-    cmd = sandbox.command(kit, slot, timeout, Path(name).name, cpu_seconds=int(wall) + 1)
-    outcome = sandbox.run(cmd, nbformat.writes(nb).encode("utf-8"), wall)
+    with sandbox.cgroups(slot) as groups:
+        cmd = sandbox.command(kit, slot, timeout, Path(name).name, int(wall) + 1, groups=groups)
+        outcome = sandbox.run(cmd, nbformat.writes(nb).encode("utf-8"), wall)
     status: dict = {"status": "timeout"} if outcome.returncode is None else {"status": "failed"}
     executed = None
     if outcome.stdout is None:

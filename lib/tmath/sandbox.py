@@ -21,8 +21,14 @@ without Docker have, CI included. The sandbox has
   ``no_new_privs``; as another user, in a new user namespace, as that user;
 - **limits** (``prlimit``, per process): :data:`MEMORY_BYTES` of address space,
   :data:`PROCESSES` processes (threads count) for the sandbox's user, CPU seconds, the size
-  of a file and the number of open files; a new session, so the scheduler's autogroup shares
-  the CPU between sandboxes, not between their processes.
+  of a file and the number of open files;
+- **a fair share of the CPU**: where the grader runs as root on cgroup v1 (CI's machines),
+  each sandbox is a group of its own in the ``cpu`` and ``pids`` controllers
+  (:func:`cgroups`), so that a notebook with a hundred busy processes gets as much CPU as its
+  neighbour with one, and the ``pids`` group caps the sandbox's processes, whatever their
+  user. Elsewhere a new session puts the sandbox in an autogroup of its own, which a process
+  that starts a session of its own leaves: there, grade with ``--jobs 1`` if a neighbour's
+  time limit matters.
 
 The worker reads the notebook on its standard input and writes its result on its standard
 output, which the grader reads, at most :data:`OUTPUT_BYTES` of it, as untrusted data.
@@ -36,6 +42,9 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,12 +133,81 @@ def _dirs(path: Path) -> list[str]:
     return args
 
 
+def _v1_group_base(controller: str) -> Path | None:
+    """This process's group in the cgroup-v1 hierarchy of ``controller``, if root may make
+    groups in it; None elsewhere (cgroup v2, no such controller, not root)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
+        mine = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    mount = None
+    for line in mountinfo:
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        tail = fields[fields.index("-") + 1:]
+        if len(tail) >= 3 and tail[0] == "cgroup" and controller in tail[2].split(",") and fields[3] == "/":
+            mount = Path(fields[4])
+    for line in mine:
+        _, controllers, path = line.split(":", 2)
+        if mount is not None and controller in controllers.split(","):
+            base = mount / path.lstrip("/")
+            return base if os.access(base, os.W_OK) else None
+    return None
+
+
+#: The cgroup-v1 controllers a sandbox gets a group of, and what is written there.
+CGROUPS = {"cpu": {}, "pids": {"pids.max": str(PROCESSES)}}
+
+
+@contextmanager
+def cgroups(slot: int) -> Iterator[list[Path]]:
+    """Groups of their own for one sandbox, in each controller of :data:`CGROUPS` where
+    :func:`_v1_group_base` finds one; yields their ``cgroup.procs`` files, and removes the
+    groups when the sandbox is gone."""
+    made = []
+    for controller, settings in CGROUPS.items():
+        base = _v1_group_base(controller)
+        if base is None:
+            continue
+        group = base / f"tmath-grade-{os.getpid()}-{slot}"
+        try:
+            group.mkdir(exist_ok=True)
+            for key, value in settings.items():
+                (group / key).write_text(value)
+        except OSError:
+            continue
+        made.append(group)
+    try:
+        yield [group / "cgroup.procs" for group in made]
+    finally:
+        for group in made:  # its last processes may still be exiting: rmdir fails until they are gone
+            for _ in range(100):
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+#: Puts itself into the cgroups named by its first arguments (their number first), then runs the
+#: rest: the sandbox's first process is in its groups before it starts another.
+JOIN = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+
+
 def command(kit: KitEnv, slot: int, budget: float, name: str, cpu_seconds: int,
-            program: list[str] | None = None) -> list[str]:
-    """The command that runs the worker on one notebook (or ``program``) in a new sandbox."""
+            program: list[str] | None = None, groups: list[Path] = ()) -> list[str]:
+    """The command that runs the worker on one notebook (or ``program``) in a new sandbox, in
+    the cgroups whose ``cgroup.procs`` files are ``groups``."""
     root = os.geteuid() == 0
     size = str(FILE_BYTES)
-    args = [bwrap(), "--die-with-parent", "--new-session",
+    join = ["/bin/sh", "-c", JOIN, "sh", str(len(groups)), *map(str, groups)] if groups else []
+    args = [*join, bwrap(), "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not root:
         args += ["--unshare-user"]
@@ -221,8 +299,9 @@ def run(cmd: list[str], stdin: bytes, wall_seconds: float) -> Outcome:
 def check_works(kit: KitEnv) -> None:
     """Make one sandbox and run the kit's Python in it: a machine where bwrap cannot make its
     namespaces fails here, with bwrap's reason, before any notebook."""
-    cmd = command(kit, 0, 1, "probe.ipynb", 60, [str(kit.python), "-c", "print('ok')"])
-    outcome = run(cmd, b"", 120)
+    with cgroups(0) as groups:
+        cmd = command(kit, 0, 1, "probe.ipynb", 60, [str(kit.python), "-c", "print('ok')"], groups)
+        outcome = run(cmd, b"", 120)
     if outcome.returncode != 0 or outcome.stdout != b"ok\n":
         reason = outcome.stderr.strip().splitlines()[-1:] or [f"退出码 {outcome.returncode}"]
         raise SandboxError(f"无法建立评分的沙箱（bubblewrap）：{reason[0]}")
