@@ -789,6 +789,32 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(gradi
     assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
 
 
+def test_the_release_fixes_the_parts_their_points_and_so_the_maximum(tmp_path):
+    """The answer cells of the release name the parts graded; ``metadata.tmath.points`` gives a
+    part more than 1 point; nothing else changes the maximum (the grading runs show that no
+    submission does: every row's 满分 is 7)."""
+    from tmath.exercises import labels
+    from tmath.grade import Assignment, Graded, GradeError
+
+    release = _release(tmp_path)
+    nb = nbformat.read(release / "tour.ipynb", as_version=4)
+    first = next(c for c in nb.cells if "answer" in c.metadata.get("tags", []))
+    first.metadata["tmath"]["points"] = {"ex-tour-1": 3}
+    nbformat.write(nb, release / "tour.ipynb")
+    known = set(labels())
+    assignment = Assignment.from_release(release, known)
+    assert list(assignment.points) == EXPECTED_GRADES.splitlines()[0].split(",")[4:]  # the release's order
+    assert assignment.points["ex-tour-1"] == 3 and assignment.points["ex-tour-1/share"] == 1
+    assert len(assignment.points) == sum(TOUR_KEYS.values()) and assignment.total == 9
+    row = Graded("x", "已评分", {"ex-tour-1": True, "ex-tour-1/share": False, "ex-tour-2": True}, [],
+                 assignment.points)
+    assert row.score == 4
+    first.metadata["tmath"]["points"] = {"ex-tour-1": -1}
+    nbformat.write(nb, release / "tour.ipynb")
+    with pytest.raises(GradeError, match="不是非负整数"):
+        Assignment.from_release(release, known)
+
+
 def _processes_with(marker: str) -> list[str]:
     """The command lines of this machine's processes that name ``marker``."""
     found = []
