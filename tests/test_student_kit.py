@@ -815,6 +815,15 @@ def test_the_release_fixes_the_parts_their_points_and_so_the_maximum(tmp_path):
         Assignment.from_release(release, known)
 
 
+def test_an_executed_copy_stays_in_the_students_autograded_folder():
+    from tmath.grade import _inside
+
+    assert _inside("frank.zip:week1/tour.ipynb") == Path("frank.zip/week1/tour.ipynb")
+    assert _inside("eve.zip:../../../../etc/x.ipynb") == Path("eve.zip/etc/x.ipynb")
+    assert _inside("eve.zip:/abs/x.ipynb") == Path("eve.zip/abs/x.ipynb")
+    assert _inside("..") == Path("notebook.ipynb")
+
+
 def _processes_with(marker: str) -> list[str]:
     """The command lines of this machine's processes that name ``marker``."""
     found = []

@@ -64,7 +64,7 @@ import tempfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tmath import sandbox
 from tmath._grade_worker import KERNEL_START_SECONDS, kernel_manager, unix_sockets
@@ -474,6 +474,14 @@ def _row(sub: Submission, runs: list[Execution], assignment: Assignment) -> Grad
     return Graded(sub.student, _status(sub, runs, found), results, lines, assignment.points)
 
 
+def _inside(name: str) -> Path:
+    """The path under ``autograded/<student>/`` of the notebook shown as ``name`` (``a.zip:b/c.ipynb``
+    goes to ``a.zip/b/c.ipynb``): a zip's member named ``../../x.ipynb`` stays inside."""
+    path = PurePosixPath(name.replace(":", "/").replace("\\", "/"))
+    parts = [p for p in path.parts if p not in ("/", ".", "..")]
+    return Path(*parts) if parts else Path("notebook.ipynb")
+
+
 def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
     """Write ``path`` whole or not at all (a temporary file beside it, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -529,7 +537,7 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
 
     with tempfile.TemporaryDirectory(prefix="tmath-grade-") as scratch:
         subs = collect(submissions, Path(scratch))
-        tasks = [(sub, name, path, autograded / sub.student / name.replace(":", "/"))
+        tasks = [(sub, name, path, autograded / sub.student / _inside(name))
                  for sub in subs for name, path in sub.notebooks]
         handed_in = {Path(name.split(":")[-1]).name for _, name, _, _ in tasks}
         missing = [n for n in assignment.notebooks if Path(n).name not in handed_in]

@@ -274,15 +274,18 @@ def run(cmd: list[str], stdin: bytes, wall_seconds: float) -> Outcome:
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out: list = []
     err: list = []
+    def feed() -> None:
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except OSError:  # the sandbox exited first
+            pass
+
     readers = [threading.Thread(target=_drain, args=(proc.stdout, OUTPUT_BYTES, False, out), daemon=True),
-               threading.Thread(target=_drain, args=(proc.stderr, 4096, True, err), daemon=True)]
+               threading.Thread(target=_drain, args=(proc.stderr, 4096, True, err), daemon=True),
+               threading.Thread(target=feed, daemon=True)]  # a thread: the time limit holds while it waits
     for reader in readers:
         reader.start()
-    try:
-        proc.stdin.write(stdin)
-        proc.stdin.close()
-    except OSError:  # the sandbox exited first
-        pass
     try:
         returncode: int | None = proc.wait(timeout=wall_seconds)
     except subprocess.TimeoutExpired:
