@@ -816,6 +816,21 @@ def test_the_release_fixes_the_parts_their_points_and_so_the_maximum(tmp_path):
         Assignment.from_release(release, known)
 
 
+def test_the_sandbox_mounts_the_kit_over_its_scratch_folders_not_under_them():
+    """A grading environment under /work (``make grading-env`` in a clone at /work/book) or /tmp
+    must stay visible in the sandbox, whose scratch folders are tmpfs at those paths: the
+    tmpfs are mounted first (the other way round, `make grading-env`'s venv in /work was hidden
+    and the sandbox could not start its Python)."""
+    from tmath import sandbox
+
+    for prefix in ("/work/book/_build/grading-env", "/tmp/kit/venv"):
+        kit = sandbox.KitEnv(Path(prefix) / "bin" / "python", Path(prefix), Path("/opt/python3.11"))
+        cmd = sandbox.command(kit, 0, 10, "tour.ipynb", 60)
+        tmpfs = {cmd[i + 1]: i for i, a in enumerate(cmd) if a == "--tmpfs"}
+        bound = next(i for i, a in enumerate(cmd) if a == "--ro-bind" and cmd[i + 1] == prefix)
+        assert {"/tmp", "/work"} <= set(tmpfs) and max(tmpfs.values()) < bound, cmd
+
+
 def test_an_executed_copy_stays_in_the_students_autograded_folder():
     from tmath.grade import _inside
 

@@ -221,14 +221,16 @@ def command(kit: KitEnv, slot: int, budget: float, name: str, cpu_seconds: int,
     for name_ in ETC:
         if (Path("/etc") / name_).exists():
             args += ["--ro-bind", f"/etc/{name_}", f"/etc/{name_}"]
+    # the tmpfs first, the venv after: a venv under /tmp or /work (the scratch folder) is mounted
+    # on top of them, not hidden by them
     args += ["--proc", "/proc", "--dev", "/dev",
              "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
-             "--size", str(64 * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm"]
+             "--size", str(64 * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm",
+             "--size", size, "--perms", "0777", "--tmpfs", "/work"]
     for folder in dict.fromkeys((kit.base_prefix, kit.prefix)):  # base first: the venv may be inside
         if not str(folder).startswith("/usr/"):
             args += [*_dirs(folder), "--ro-bind", str(folder), str(folder)]
-    args += ["--dir", "/grader", "--ro-bind", str(WORKER), "/grader/worker.py",
-             "--size", size, "--perms", "0777", "--tmpfs", "/work", "--chdir", "/work",
+    args += ["--dir", "/grader", "--ro-bind", str(WORKER), "/grader/worker.py", "--chdir", "/work",
              "--hostname", "sandbox", "--clearenv"]
     env = {**_plain_env(), "PATH": f"{kit.prefix}/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",
            "OPENBLAS_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
