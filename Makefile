@@ -5,6 +5,7 @@
 #   make test          library tests, nbval over every notebook, lint, strict build, browser checks
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
 #   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
+#   make grading-env   the kit installed into _build/grading-env, where `tmath grade` runs submissions
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab (installed on first use: requirements-lab.txt)
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
@@ -31,7 +32,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # torch and transformers from source again: importing SymPy takes 2.2 s instead of 0.3 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book book-student notebooks student-kit pdf test lab clean browser setup-cells
+.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells
 
 # The venv, with pip 26.3: put in by the system's pip where it has one (pip --python, 22.3+),
 # 4 s less than ensurepip's bundled pip and setuptools followed by an upgrade; else that way.
@@ -102,6 +103,16 @@ book-student: $(STAMP) $(SITE_RUNTIME)
 student-kit: $(STAMP)
 	$(BIN)/python scripts/student_kit.py _build/student-kit
 
+# The environment `tmath grade` runs the students' notebooks in: the course kit installed into a
+# venv of its own (no answer keys in it), as a student installs it (--kit-env _build/grading-env).
+GRADING_ENV := _build/grading-env
+grading-env: student-kit sandbox
+	rm -rf $(GRADING_ENV)
+	$(PYTHON) -m venv --without-pip $(GRADING_ENV)
+	$(BIN)/python -m pip --python $(GRADING_ENV)/bin/python install --quiet --no-deps --no-compile \
+	  -r _build/student-kit/transformer-math-kit/requirements.txt _build/student-kit/transformer-math-kit/tmath-*.whl
+	@echo "Grade with: $(BIN)/python -m tmath grade submitted --release release/ASSIGNMENT --kit-env $(GRADING_ENV) --out grades/grades.csv"
+
 pdf: book browser
 	$(BIN)/python scripts/book_pdf.py _build/html _build/pdf/book.pdf
 
@@ -120,7 +131,14 @@ browser:
 # OPENBLAS_CORETYPE (some CPUs need it), only the thread count changes.
 TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE=Prescott)
 
-test: $(TEST_STAMP) $(SITE_RUNTIME) browser
+# bubblewrap: `tmath grade` runs each submission in its sandbox (lib/tmath/sandbox.py); installed
+# only where missing, like Chromium.
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
+
+test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 lab: $(LAB_STAMP)

@@ -14,7 +14,10 @@ and wrong answers.  The grader turns two fake submissions (the README's worked
 example) into a ``grades.csv`` written here by hand.
 
 What mostly waits starts with the module and runs behind the tests that need none of it
-(:func:`_start_the_slow_work`): the two grading runs and the venv's install.
+(:func:`_start_the_slow_work`): the venv's install, then the grading runs, which run the
+submissions in that venv (the keyless kit), each notebook in a sandbox of its own. One of them
+grades a class with nine hostile submissions beside two honest ones
+(``tests/hostile_notebooks.py``).
 """
 
 from __future__ import annotations
@@ -27,16 +30,20 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import uuid
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+import hostile_notebooks
 from conftest import ROOT
 from test_student_edition import CHAPTERS, _sentences, served_text
 
@@ -109,6 +116,7 @@ class _VenvInstall:
         venv = self.home / "venv"
         self.python = venv / "bin" / "python"
         self.start = time.monotonic()
+        self._lock, self._waited = threading.Lock(), False
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
         self.proc = subprocess.Popen(
             [*_pip(self.python), "install", "--quiet", "--no-deps", "--no-compile",
@@ -118,9 +126,14 @@ class _VenvInstall:
         )
 
     def wait(self) -> Path:
-        _, err = self.proc.communicate(timeout=1800)
-        assert self.proc.returncode == 0, err[-5000:]
-        print(f"\nkit venv installed in {time.monotonic() - self.start:.0f} s ({self.python.parents[1]})")
+        """The venv's Python, once installed (from any thread: the grading runs wait too)."""
+        with self._lock:
+            if not self._waited:
+                _, self.err = self.proc.communicate(timeout=1800)
+                self._waited = True
+                print(f"\nkit venv installed in {time.monotonic() - self.start:.0f} s "
+                      f"({self.python.parents[1]})")
+        assert self.proc.returncode == 0, self.err[-5000:]
         return self.python
 
     def close(self) -> None:
@@ -147,15 +160,16 @@ def kit_python(kit_install) -> Path:
 @pytest.fixture(scope="module", autouse=True)
 def _start_the_slow_work(request):
     """At the module's start, start what mostly waits, for the tests this session runs: the
-    grading runs (kernels starting, a notebook timing out), then the kit's build and its venv's
-    install (the package index answering). The tests that need neither run meanwhile; the
-    file puts the tests that need the installed kit after them, and the grading tests last."""
+    kit's build and its venv's install (the package index answering), then the grading runs
+    (kernels starting, notebooks timing out), each in a thread that waits for the venv. The
+    tests that need neither run meanwhile; the file puts the tests that need the installed kit
+    after them, and the grading tests last."""
     here = request.module
     selected = [item for item in request.session.items if getattr(item, "module", None) is here]
+    if any("kit_python" in item.fixturenames or item.name in GRADING_RUNS for item in selected):
+        request.getfixturevalue("kit_install")
     if any(item.name in GRADING_RUNS for item in selected):
         request.getfixturevalue("grading")
-    if any("kit_python" in item.fixturenames for item in selected):
-        request.getfixturevalue("kit_install")
 
 
 def test_make_student_kit_writes_a_folder_and_its_zip(kit):
@@ -397,7 +411,8 @@ def test_the_kit_tmath_is_the_wheel_without_keys(kit, kit_python):
 def test_kit_cannot_grade(kit, kit_python, tmp_path):
     (tmp_path / "in").mkdir()
     proc = subprocess.run([str(kit_python), "-m", "tmath", "grade", str(tmp_path / "in"), "--out",
-                           str(tmp_path / "g.csv")], capture_output=True, text=True, env=_clean_env())
+                           str(tmp_path / "g.csv"), "--release", str(kit / "notebooks"), "--kit-env",
+                           str(kit_python.parents[1])], capture_output=True, text=True, env=_clean_env())
     assert proc.returncode == 2 and "课程包版" in proc.stderr and not (tmp_path / "g.csv").exists()
 
 
@@ -536,11 +551,17 @@ BOB = {  # crashes: his first answer cell uses a name he never defined, a scratc
 }
 BOB_SCRATCH = {"ex-tour-3": "ratio = 12 / 0"}
 
+DAN = {"ex-tour-2": "108", "ex-tour-5": "218112000"}  # two answers, both right
+
 EXPECTED_GRADES = """\
 学生,状态,得分,满分,ex-tour-1,ex-tour-1/share,ex-tour-2,ex-tour-3/extra,ex-tour-3/share,ex-tour-4,ex-tour-5
 alice,已评分,5,7,1,1,1,1,1,0,
 bob,执行出错：tour.ipynb 第 4 个单元格 NameError: name 'n_params' is not defined（另有 1 个单元格出错），\
 其余单元格照常运行，读到的答案照常计分,3,7,,,0,1,1,1,
+chen,已评分,7,7,1,1,1,1,1,1,1
+dan,已评分,2,7,,,1,,,,1
+eve,执行出错：tour.ipynb 第 13 个单元格 ModuleNotFoundError: No module named 'tmath.answer_keys'，\
+其余单元格照常运行，读到的答案照常计分,0,7,,,,,,,
 """
 
 
@@ -551,31 +572,83 @@ def _grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedPro
     )
 
 
+def _release(folder: Path) -> Path:
+    """nbgrader's ``release/<assignment>/``: the tour chapter's student notebook, as handed out."""
+    release = folder / "release" / "week1"
+    release.mkdir(parents=True)
+    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
+    return release
+
+
 class _GradingRun:
-    """``python -m tmath grade`` started now, in a process of its own, and waited for later."""
+    """``python -m tmath grade ... --kit-env KIT_VENV`` started, in a process of its own, by a
+    thread that waits for the kit venv's install first; waited for later."""
 
     def __init__(self, folder: Path, *args: str):
-        self.folder = folder
-        self.proc = subprocess.Popen([sys.executable, "-m", "tmath", "grade", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.folder, self.args = folder, args
+        self.proc: subprocess.Popen | None = None
+        self.started = threading.Event()
+
+    def start(self, install: _VenvInstall) -> None:
+        def run():
+            try:
+                venv = install.wait().parents[1]
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "tmath", "grade", *self.args, "--kit-env", str(venv)],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+            finally:
+                self.started.set()
+
+        threading.Thread(target=run, daemon=True).start()
 
     def wait(self) -> subprocess.CompletedProcess:
+        assert self.started.wait(timeout=1800) and self.proc is not None, "the kit venv was not installed"
         out, err = self.proc.communicate(timeout=900)
         return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:  # its test did not run to the end (-x, an error before it)
+        if self.proc is not None and self.proc.poll() is None:  # its test did not run to the end
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.communicate()
 
 
+def _chen() -> nbformat.NotebookNode:
+    """Every answer right, and one more answer cell of his own that asks every exercise of the
+    book: without a release fixing the assignment, it made the maximum 167 for the class."""
+    from tmath.exercises import labels
+
+    nb = _submission(_right_answers())
+    extra = nbformat.v4.new_code_cell('from tmath.exercises import my_answer\nmy_answer("ex-arch-2", 1)')
+    extra.metadata.update(tags=["answer"], tmath={"exercise": "ex-arch-2", "answers": labels()})
+    nb.cells.append(extra)
+    return nb
+
+
+def _eve(marker: str) -> nbformat.NotebookNode:
+    """Her last answer cell imports the answer keys and answers every exercise with them; a
+    cell before her first looks for the grader's folder, to copy alice's answers and blank bob's
+    file."""
+    find = hostile_notebooks.FIND.format(marker=marker)
+    attack = find + hostile_notebooks.CLASSMATE.format(victim="alice", blanked="bob")
+    nb = hostile_notebooks.place(_submission(hostile_notebooks.STOLEN), attack, in_answer_cell=False)
+    return hostile_notebooks.place(nb, hostile_notebooks.KEYS, in_answer_cell=True)
+
+
 def _grade_worked_example(folder: Path) -> _GradingRun:
-    """Two fake submissions, one partly right and one that crashes: the README's example."""
-    submitted = folder / "submitted"
-    for student, nb in (("alice", _submission(ALICE)), ("bob", _submission(BOB, BOB_SCRATCH))):
+    """Five students: alice partly right, bob's notebook crashes, chen all right with an answer
+    cell of his own, dan answers two, eve attacks: the README's example."""
+    marker = f"tmath-worked-example-{uuid.uuid4().hex[:12]}"
+    here = folder / marker
+    submitted = here / "submitted"
+    students = {"alice": _submission(ALICE), "bob": _submission(BOB, BOB_SCRATCH), "chen": _chen(),
+                "dan": _submission(DAN), "eve": _eve(marker)}
+    for student, nb in students.items():
         (submitted / student).mkdir(parents=True)
         nbformat.write(nb, submitted / student / "tour.ipynb")
-    return _GradingRun(folder, str(submitted), "--out", str(folder / "grades" / "grades.csv"), "--jobs", "2")
+    run = _GradingRun(here, str(submitted), "--out", str(here / "grades" / "grades.csv"), "--jobs", "2",
+                      "--release", str(_release(here)))
+    run.bob = (submitted / "bob" / "tour.ipynb").read_bytes()
+    return run
 
 
 #: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
@@ -599,37 +672,76 @@ def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _Gradin
     with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
         z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
     (submitted / ".DS_Store").write_bytes(b"\0")
-    release = folder / "release" / "week1"  # nbgrader's release/<assignment>/: what was handed out
-    release.mkdir(parents=True)
-    nbformat.write(strip_notebook(_chapter()), release / "tour.ipynb")
     return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", str(TIMEOUT),
-                       "--jobs", "2", "--release", str(release.parent))
+                       "--jobs", "2", "--release", str(_release(folder)))
 
 
-#: The grading runs, by the test that checks each: they start with the module (a run is mostly
-#: kernels starting and a timeout waiting), while the kit is built, installed and scanned.
+def _right_answers() -> dict[str, str]:
+    """Every tour answer, right (the keys themselves)."""
+    import tmath.exercises as ex
+
+    return {k.label: repr(k.compute()) for exercise in TOUR_KEYS for k in ex.keys_of(exercise)}
+
+
+#: The hostile run's timeout: two of its notebooks (the fork bomb, the infinite loop) run until it,
+#: and the honest ones' cells (1.3 s alone) must end within it on a loaded machine.
+HOSTILE_TIMEOUT = 15
+
+
+def _grade_a_class_with_hostile_submissions(folder: Path) -> _GradingRun:
+    """grace and heidi, every answer right, and nine students whose notebooks attack
+    (:func:`hostile_notebooks.cases`), aimed at this run alone (its folder's unique name):
+    one grading run, two at a time, :data:`HOSTILE_TIMEOUT` seconds each."""
+    marker = f"tmath-hostile-suite-{uuid.uuid4().hex[:12]}"
+    here = folder / marker
+    submitted = here / "submitted"
+    listener = socket.socket()  # the network case dials this: nothing may reach it
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    right = _right_answers()
+    for student in ("grace", "heidi"):
+        (submitted / student).mkdir(parents=True)
+        nbformat.write(_submission(right), submitted / student / "tour.ipynb")
+    for student, (code, in_answer_cell) in hostile_notebooks.cases(marker, listener.getsockname()[1]).items():
+        answers = hostile_notebooks.STOLEN if student == "h2-classmate" else {}
+        nb = hostile_notebooks.place(_submission(answers), code, in_answer_cell)
+        (submitted / student).mkdir(parents=True)
+        nbformat.write(nb, submitted / student / "tour.ipynb")
+    run = _GradingRun(here, str(submitted), "--out", str(here / "grades" / "grades.csv"),
+                      "--timeout", str(HOSTILE_TIMEOUT), "--jobs", "2", "--release", str(_release(here)))
+    run.marker, run.listener = marker, listener
+    run.heidi = (submitted / "heidi" / "tour.ipynb").read_bytes()
+    return run
+
+
+#: The grading runs, by the test that checks each: they start once the kit venv is installed (a
+#: run is mostly kernels starting and a timeout waiting), while the kit is scanned.
 GRADING_RUNS = {
     "test_grade_worked_example": _grade_worked_example,
     "test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder":
         _grade_a_timeout_a_non_notebook_and_an_empty_folder,
+    "test_grade_hostile_submissions_harm_nothing_but_their_own_row": _grade_a_class_with_hostile_submissions,
 }
 
 
 @pytest.fixture(scope="module")
-def grading(request, tmp_path_factory):
+def grading(request, tmp_path_factory, kit_install):
     """{test name: its :class:`_GradingRun`}, for the grading tests this session runs (started
-    by :func:`_start_the_slow_work`)."""
+    by :func:`_start_the_slow_work`, each once the kit venv is installed)."""
     here = request.module
     selected = {item.name for item in request.session.items if getattr(item, "module", None) is here}
     runs = {name: start(tmp_path_factory.mktemp("grade")) for name, start in GRADING_RUNS.items()
             if name in selected}
+    for run in runs.values():
+        run.start(kit_install)
     yield runs
     for run in runs.values():
         run.stop()
 
 
 def test_grade_worked_example(grading):
-    """Two fake submissions, one partly right and one that crashes: the README's example."""
+    """Five students, one of them hostile: the README's example."""
     run = grading["test_grade_worked_example"]
     proc, tmp_path = run.wait(), run.folder
     assert proc.returncode == 0, proc.stderr
@@ -637,20 +749,26 @@ def test_grade_worked_example(grading):
     assert raw.startswith("\ufeff".encode()), "a byte-order mark, for spreadsheet programs"
     assert raw.decode("utf-8-sig") == EXPECTED_GRADES
     rows = list(csv.reader(io.StringIO(EXPECTED_GRADES)))
-    assert len(rows) == 3 and all(len(r) == 4 + sum(TOUR_KEYS.values()) for r in rows)
+    assert len(rows) == 6 and all(len(r) == 4 + sum(TOUR_KEYS.values()) for r in rows)
+    assert (tmp_path / "submitted" / "bob" / "tour.ipynb").read_bytes() == run.bob, "eve could not blank it"
+    chen = (tmp_path / "grades" / "feedback" / "chen.md").read_text(encoding="utf-8")
+    assert "得分：7 / 7" in chen and "不是本次作业的题目，没有计分：ex-arch-2" in chen
     # the README shows the same table
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = re.search(r"```csv\n(.*?)```", readme, re.S)
     assert block and block.group(1) == EXPECTED_GRADES
-    # feedback in Chinese, with the tolerance, never the key
+    # feedback in Chinese: the value read, ✓ or ✗, the tolerance, never the key
     bob = (tmp_path / "grades" / "feedback" / "bob.md").read_text(encoding="utf-8")
-    assert "得分：3 / 7" in bob and "ex-tour-4：✓ 正确（容差：相对误差 ≤ 0.001%" in bob
+    assert "得分：3 / 7" in bob and "ex-tour-4：读到 3.9998，✓ 正确（容差：相对误差 ≤ 0.001%" in bob
+    assert "ex-tour-2：读到 107，✗ 还不对（容差：精确整数）" in bob
     assert "ex-tour-1：没有读到答案：答案单元格运行出错（NameError" in bob
     alice = (tmp_path / "grades" / "feedback" / "alice.md").read_text(encoding="utf-8")
-    assert "ex-tour-4：✗ 还不对" in alice and "ex-tour-5：未作答" in alice
-    scan = _Scanner(_key_forms())
-    for text in (alice, bob):
-        assert not scan(text)
+    assert "ex-tour-4：读到 4，✗ 还不对" in alice and "ex-tour-5：未作答" in alice
+    # a key shows only as a student's own right answer, never for an exercise got wrong or left out
+    forms = _key_forms()
+    for name, text, results in (("alice", alice, rows[1]), ("bob", bob, rows[2])):  # chen: all right
+        wrong = {label for label, got in zip(rows[0][4:], results[4:], strict=True) if got != "1"}
+        assert wrong and not _Scanner({k: v for k, v in forms.items() if k in wrong and v})(text), name
     assert (tmp_path / "grades" / "autograded" / "bob" / "tour.ipynb").is_file()
 
 
@@ -672,36 +790,188 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(gradi
     assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
 
 
+def test_the_release_fixes_the_parts_their_points_and_so_the_maximum(tmp_path):
+    """The answer cells of the release name the parts graded; ``metadata.tmath.points`` gives a
+    part more than 1 point; nothing else changes the maximum (the grading runs show that no
+    submission does: every row's 满分 is 7)."""
+    from tmath.exercises import labels
+    from tmath.grade import Assignment, Graded, GradeError
+
+    release = _release(tmp_path)
+    nb = nbformat.read(release / "tour.ipynb", as_version=4)
+    first = next(c for c in nb.cells if "answer" in c.metadata.get("tags", []))
+    first.metadata["tmath"]["points"] = {"ex-tour-1": 3}
+    nbformat.write(nb, release / "tour.ipynb")
+    known = set(labels())
+    assignment = Assignment.from_release(release, known)
+    assert list(assignment.points) == EXPECTED_GRADES.splitlines()[0].split(",")[4:]  # the release's order
+    assert assignment.points["ex-tour-1"] == 3 and assignment.points["ex-tour-1/share"] == 1
+    assert len(assignment.points) == sum(TOUR_KEYS.values()) and assignment.total == 9
+    row = Graded("x", "已评分", {"ex-tour-1": True, "ex-tour-1/share": False, "ex-tour-2": True}, [],
+                 assignment.points)
+    assert row.score == 4
+    first.metadata["tmath"]["points"] = {"ex-tour-1": -1}
+    nbformat.write(nb, release / "tour.ipynb")
+    with pytest.raises(GradeError, match="不是非负整数"):
+        Assignment.from_release(release, known)
+
+
+def test_the_sandbox_mounts_the_kit_over_its_scratch_folders_not_under_them():
+    """A grading environment under /work (``make grading-env`` in a clone at /work/book) or /tmp
+    must stay visible in the sandbox, whose scratch folders are tmpfs at those paths: the
+    tmpfs are mounted first (the other way round, `make grading-env`'s venv in /work was hidden
+    and the sandbox could not start its Python)."""
+    from tmath import sandbox
+
+    for prefix in ("/work/book/_build/grading-env", "/tmp/kit/venv"):
+        kit = sandbox.KitEnv(Path(prefix) / "bin" / "python", Path(prefix), Path("/opt/python3.11"))
+        cmd = sandbox.command(kit, 0, 10, "tour.ipynb", 60)
+        tmpfs = {cmd[i + 1]: i for i, a in enumerate(cmd) if a == "--tmpfs"}
+        bound = next(i for i, a in enumerate(cmd) if a == "--ro-bind" and cmd[i + 1] == prefix)
+        assert {"/tmp", "/work"} <= set(tmpfs) and max(tmpfs.values()) < bound, cmd
+
+
+def test_an_executed_copy_stays_in_the_students_autograded_folder():
+    from tmath.grade import _inside
+
+    assert _inside("frank.zip:week1/tour.ipynb") == Path("frank.zip/week1/tour.ipynb")
+    assert _inside("eve.zip:../../../../etc/x.ipynb") == Path("eve.zip/etc/x.ipynb")
+    assert _inside("eve.zip:/abs/x.ipynb") == Path("eve.zip/abs/x.ipynb")
+    assert _inside("..") == Path("notebook.ipynb")
+
+
+def _processes_with(marker: str) -> list[str]:
+    """The command lines of this machine's processes that name ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and marker in cmdline:
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+def _uid(proc: Path) -> int | None:
+    try:
+        status = (proc / "status").read_text()
+    except OSError:
+        return None
+    return int(re.search(r"^Uid:\s+(\d+)", status, re.M).group(1))
+
+
+def test_grade_hostile_submissions_harm_nothing_but_their_own_row(grading, kit_python):
+    """Nine hostile notebooks (``tests/hostile_notebooks.py``) and two honest ones, graded in
+    one run. Each attack did harm with the grader that ran the notebooks in the teacher's
+    environment (the commit that added this test says what); in the sandbox none does: no
+    classmate's grade or file changes, no file is left outside the sandbox's scratch folder,
+    no process is left, nothing reaches the network, and the grader finishes with every row."""
+    run = grading["test_grade_hostile_submissions_harm_nothing_but_their_own_row"]
+    proc, here, marker = run.wait(), run.folder, run.marker
+    try:
+        connected = run.listener.accept()
+    except BlockingIOError:
+        connected = None
+    finally:
+        run.listener.close()
+    # no process of the run is left: not the daemon that would rewrite grades.csv after the
+    # grader exits, not `sleep 90`, not the infinite loop's child, not the fork bomb's
+    assert not _processes_with(marker), _processes_with(marker)
+    if os.geteuid() == 0:  # as root, each sandbox ran as a user of its own: none of theirs is left
+        from tmath.sandbox import sandbox_uid
+
+        uids = {sandbox_uid(slot, run.proc.pid) for slot in range(2)}
+        left = [p.name for p in Path("/proc").glob("[0-9]*") if _uid(p) in uids]
+        assert not left, f"processes of the sandboxes' users left: {left}"
+    # the sandboxes' cgroups (where the machine lets root make them) are removed with them
+    groups = list(Path("/sys/fs/cgroup").glob(f"*/**/tmath-grade-{run.proc.pid}-*"))
+    assert not groups, groups
+    assert proc.returncode == 0, proc.stderr[-3000:]  # h5 sent SIGKILL to the grader: it never saw it
+    table = (here / "grades" / "grades.csv").read_text(encoding="utf-8-sig")
+    rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
+    hostile = hostile_notebooks.cases(marker, 0)
+    assert set(rows) == {"学生", "grace", "heidi", *hostile}
+    assert all(r[3] == "7" for name, r in rows.items() if name != "学生"), "the release's maximum for all"
+    # the classmates: every answer right, graded, and heidi's file as she handed it in
+    assert rows["grace"][1:4] == ["已评分", "7", "7"] and rows["heidi"][1:4] == ["已评分", "7", "7"], table
+    assert (here / "submitted" / "heidi" / "tour.ipynb").read_bytes() == run.heidi
+    # the attackers score nothing: no keys in the kit (h1), no classmate to copy (h2)
+    assert {name: rows[name][2] for name in hostile} == dict.fromkeys(hostile, "0"), table
+    assert "ModuleNotFoundError: No module named 'tmath.answer_keys'" in rows["h1-keys"][1]
+    keys_run = nbformat.read(here / "grades" / "autograded" / "h1-keys" / "tour.ipynb", as_version=4)
+    assert "def " not in json.dumps([c.get("outputs") for c in keys_run.cells]), "no key module's source"
+    assert "MemoryError" in rows["h7-10gb"][1]
+    assert rows["h8-loop"][1].startswith(f"超时：tour.ipynb 超过 {HOSTILE_TIMEOUT} 秒")
+    assert "ConnectionRefusedError" in rows["h9-network"][1] and connected is None
+    # nothing written outside the sandbox: no .pth in the teacher's venv or the kit's
+    import site
+
+    kit_site = list(kit_python.parents[1].glob("lib/python*/site-packages"))
+    planted = [p for folder in (*site.getsitepackages(), *kit_site)
+               for p in Path(folder).glob(f"zz_tmath_hostile_{marker}.pth")]
+    assert kit_site and not planted, planted
+    escapes = [p for p in (Path("/tmp"), Path.home(), here, here / "submitted")
+               if (p / f"tmath-hostile-escape-{marker}").exists()]
+    assert not escapes, escapes
+    pth_run = nbformat.read(here / "grades" / "autograded" / "h3-pth" / "tour.ipynb", as_version=4)
+    written = [o["text"] for c in pth_run.cells for o in c.get("outputs", [])
+               if "written" in o.get("text", "")]
+    assert written and "site-packages" not in written[0], written  # it ran, and reached no venv
+
+
 def test_grade_refuses_bad_input_in_chinese(tmp_path):
-    proc = _grade(tmp_path / "nowhere", tmp_path / "g.csv")
+    release = _release(tmp_path)
+    env = ("--release", str(release), "--kit-env", str(tmp_path / "kit"))
+    proc = _grade(tmp_path / "nowhere", tmp_path / "g.csv", *env)
     assert proc.returncode == 2 and "SUBMISSIONS_DIR" in proc.stderr and "不是一个文件夹" in proc.stderr
     (tmp_path / "in").mkdir()
-    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--timeout", "0")
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--timeout", "0", *env)
     assert proc.returncode == 2 and "--timeout 必须大于 0" in proc.stderr
+    # the release fixes the assignment: it is required, and must ask something
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--kit-env", str(tmp_path / "kit"))
+    assert proc.returncode == 2 and "--release" in proc.stderr, proc.stderr
+    (tmp_path / "empty").mkdir()
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--release", str(tmp_path / "empty"), env[2], env[3])
+    assert proc.returncode == 2 and "没有答案单元格" in proc.stderr, proc.stderr
+    # the submissions never run in the teacher's environment, which holds the keys
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", "--release", str(release), "--kit-env", sys.prefix)
+    assert proc.returncode == 2 and "带着答案" in proc.stderr, proc.stderr
+    proc = _grade(tmp_path / "in", tmp_path / "g.csv", *env)
+    assert proc.returncode == 2 and "不是一个 Python 虚拟环境" in proc.stderr, proc.stderr
+    assert not (tmp_path / "g.csv").exists()
+
+
+def _work(nb, budget: float, folder: Path, env: dict | None = None) -> tuple[dict, nbformat.NotebookNode]:
+    """The grader's worker (``tmath/_grade_worker.py``, which the grader runs in the sandbox)
+    run here, outside any sandbox, on ``nb``: (its status, the executed notebook)."""
+    import tmath._grade_worker as worker
+
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, worker.__file__, str(budget), "tour.ipynb"],
+                          input=nbformat.writes(nb).encode(), capture_output=True, timeout=900, cwd=folder,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    head, _, body = proc.stdout.partition(b"\n")
+    return json.loads(head), nbformat.reads(body.decode(), as_version=4)
 
 
 def test_grade_does_not_count_the_kernel_start_against_the_timeout(tmp_path):
     """``--timeout`` is for a notebook's cells: a kernel that is slow to start (a busy machine;
     here a kernel spec that sleeps 3 s first) must not time out a notebook whose cells take
-    no time (with the budget counted from the launch, this row said 超时)."""
+    no time (with the budget counted from the launch, this status said timeout)."""
     spec = tmp_path / "jupyter" / "kernels" / "python3"
     spec.mkdir(parents=True)
     slow = "import time; time.sleep(3); from ipykernel import kernelapp; kernelapp.launch_new_instance()"
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-c", slow, "-f", "{connection_file}"],
-        "display_name": "slow python", "language": "python"}), encoding="utf-8")
-    submitted = tmp_path / "submitted" / "gina"
-    submitted.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
-    nbformat.write(nb, submitted / "tour.ipynb")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tmath", "grade", str(tmp_path / "submitted"), "--out",
-         str(tmp_path / "grades.csv"), "--timeout", "2"],
-        capture_output=True, text=True, timeout=900,
-        env={**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter")})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    row = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig").splitlines()[1]
-    assert row.startswith("gina,") and "超时" not in row and "无法运行" not in row, row
+        "display_name": "slow python", "language": "python", "env": {"TMATH_SLOW_KERNEL": "yes"}}),
+        encoding="utf-8")
+    cell = nbformat.v4.new_code_cell("import os\nos.environ['TMATH_SLOW_KERNEL']")
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    status, executed = _work(nb, 2, tmp_path / "work", {"JUPYTER_PATH": str(tmp_path / "jupyter")})
+    assert status == {"status": "ok"}, status
+    assert executed.cells[0].outputs[0]["data"]["text/plain"] == "'yes'", "the slow kernel ran the cell"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="ZeroMQ has Unix sockets only on POSIX systems")
@@ -710,17 +980,13 @@ def test_grade_kernels_listen_on_unix_sockets_in_a_folder_removed_afterwards(tmp
     bind leaves ipykernel hung (it does not exit when its IOPub or heartbeat bind fails): a
     notebook that failed "Kernel didn't respond in 300 seconds" in a run of this suite. The
     grader's kernels use Unix sockets in a folder of their own; the kernel reports its own."""
-    submitted = tmp_path / "submitted" / "hana"
-    submitted.mkdir(parents=True)
     probe = ("from pathlib import Path\n"
              "from ipykernel.kernelapp import IPKernelApp\n"
              "app = IPKernelApp.instance()\n"
              "print(app.transport, app.ip, sorted(p.name for p in Path(app.ip).parent.iterdir()))")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)])
-    nbformat.write(nb, submitted / "tour.ipynb")
-    proc = _grade(tmp_path / "submitted", tmp_path / "grades.csv")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    executed = nbformat.read(tmp_path / "autograded" / "hana" / "tour.ipynb", as_version=4)
+    status, executed = _work(nb, 60, tmp_path / "work")
+    assert status == {"status": "ok"}, status
     transport, ip, files = executed.cells[0].outputs[0]["text"].split(" ", 2)
     assert transport == "ipc", executed.cells[0].outputs
     assert files.strip() == str([f"kernel-{n}" for n in range(1, 6)])

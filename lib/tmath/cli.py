@@ -60,7 +60,8 @@ _ARGPARSE = [
      lambda m: (f"无法识别的参数：{m['v']}（用 -h 查看可用的选项）",
                 m["v"].split()[0])),
     (r"the following arguments are required: (?P<v>.*)",
-     lambda m: (f"缺少命令：请用 {'、'.join(COMMANDS)} 之一", "command")),
+     lambda m: (f"缺少命令：请用 {'、'.join(COMMANDS)} 之一", "command") if m["v"] == "cmd"
+     else (f"缺少必需的参数：{m['v'].replace(', ', '、')}", m["v"].split(",")[0])),
     (r"ambiguous option: (?P<a>\S+) could match (?P<v>.*)",
      lambda m: (f"选项 {m['a']} 有歧义，可能是 {m['v']}：请写全", m["a"])),
 ]

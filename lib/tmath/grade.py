@@ -1,7 +1,11 @@
-"""Grade handed-in notebooks: ``python -m tmath grade SUBMISSIONS_DIR --out grades.csv``.
+"""Grade handed-in notebooks: ``python -m tmath grade SUBMISSIONS_DIR --release DIR
+--kit-env VENV --out grades.csv``.
 
-The teacher's side of the course kit (``make student-kit``).  Runs in the full
-edition, where the answer keys are computed; the kit's tmath refuses to grade.
+The teacher's side of the course kit (``make student-kit``, ``make grading-env``).  Runs in
+the full edition, where the answer keys are computed; the kit's tmath refuses to grade.  The
+students' notebooks never run here: each runs with the kit's Python (``--kit-env``, the
+keyless edition) in a sandbox of its own (:mod:`tmath.sandbox`), and only the executed copy
+comes back, as untrusted data.
 
 **Layout** (nbgrader's, so that a JupyterHub course with nbgrader's exchange
 can point this at its ``submitted/`` folder as it is): one entry per student in
@@ -12,65 +16,71 @@ can point this at its ``submitted/`` folder as it is): one entry per student in
 - one file ``SUBMISSIONS_DIR/<student>.ipynb``, or a zip of notebooks
   ``<student>.zip`` (otter-grader's way of collecting).
 
-Next to ``--out`` it writes, with nbgrader's folder names,
-``autograded/<student>/...`` (the notebooks as executed) and
-``feedback/<student>.md`` (in Chinese: each exercise right or not, with the
-tolerance used, never the key).
+Symbolic links are not followed.  Next to ``--out`` it writes, with nbgrader's folder names,
+``autograded/<student>/...`` (the notebooks as executed) and ``feedback/<student>.md`` (in
+Chinese: for each exercise part the value read, right or not, with the tolerance used, never
+the key).
 
-**Execution** (as nbgrader's autograde): each notebook runs from the top in a new
-kernel of this Python (``python3``, whatever kernel the notebook names), its saved
-outputs cleared first, with the history in memory, errors allowed (a cell that
-raises does not stop the cells after it), and ``--timeout`` seconds for the whole
+**Execution** (as nbgrader's autograde, in :mod:`tmath._grade_worker`): each notebook runs
+from the top in a new kernel of the kit's Python (``python3``, whatever kernel the notebook
+names), its saved outputs cleared first, with the history in memory, errors allowed (a cell
+that raises does not stop the cells after it), and ``--timeout`` seconds for the whole
 notebook's cells, counted from the moment its kernel answers: the kernel gets
-:data:`KERNEL_START_SECONDS` of its own to start, so a busy machine (many notebooks
-graded at once) does not fail a student before any cell has run.  One process per
-notebook: nothing a notebook does stops the run.  On Linux and macOS the kernel talks
-over Unix sockets in a folder of its own (ZeroMQ's ``ipc`` transport), not TCP ports:
-with TCP, a port the client picked for the kernel can be taken by another program before
-the kernel binds it, and ipykernel, failing to bind its IOPub or heartbeat port, does not
-exit but hangs, so the notebook would fail after :data:`KERNEL_START_SECONDS`.
+:data:`KERNEL_START_SECONDS` of its own to start, so a busy machine (many notebooks graded at
+once) does not fail a student before any cell has run.  One sandbox per notebook, killed with
+every process in it after :func:`sandbox_seconds`: nothing a notebook does stops the run or
+reaches another notebook.  On Linux and macOS the kernel talks over Unix sockets in a folder
+of its own (ZeroMQ's ``ipc`` transport), not TCP ports: with TCP, a port the client picked
+for the kernel can be taken by another program before the kernel binds it, and ipykernel,
+failing to bind its IOPub or heartbeat port, does not exit but hangs, so the notebook would
+fail after :data:`KERNEL_START_SECONDS`.
 
 **Answers** are read only from the cells tagged ``answer`` (the student
 edition's answer cells, :mod:`student_edition`): each ``my_answer(label, value)``
 call leaves a record (:data:`tmath.exercises.ANSWER_MIME`) in the cell's output;
-the last record of a label counts.  The exercises graded are those the answer
-cells ask (their ``metadata.tmath.answers``) in the released notebooks
-(``--release``, nbgrader's ``release/`` folder or the kit's ``notebooks/``), or,
-without it, in any notebook handed in.  Each is checked by
-:func:`tmath.exercises.check` against the real key: the same grid rule the
-student's self-check applied.
+the last record of a label counts.  **The release fixes the assignment**
+(:class:`Assignment`): the exercise parts graded are those the answer cells of the released
+notebooks ask (``--release``, nbgrader's ``release/<assignment>/``), each worth its
+``metadata.tmath.points`` (1 by default); nothing in a submission adds a part or changes the
+maximum.  Each answer is checked by :func:`tmath.exercises.check` against the real key: the
+same grid rule the student's self-check applied.
 
-``grades.csv``: one row per student (学生, 状态, 得分, 满分) and one column per
-exercise: 1 right, 0 wrong, empty when not answered.  UTF-8 with a byte-order
-mark, which spreadsheet programs need to show Chinese.
+``grades.csv``: one row per student (学生, 状态, 得分, 满分) and one column per exercise
+part: its points when right, 0 wrong, empty when not answered.  UTF-8 with a byte-order
+mark, which spreadsheet programs need to show Chinese.  Written after every notebook has
+run, atomically, as the feedback files are.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import os
-import shutil
-import subprocess
+import queue
 import sys
 import tempfile
-import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-__all__ = ["add_grade_parser", "run_grade", "grade", "read_answers", "Graded"]
+from tmath import sandbox
+from tmath._grade_worker import KERNEL_START_SECONDS, kernel_manager, unix_sockets
+
+__all__ = ["add_grade_parser", "run_grade", "grade", "read_answers", "Graded", "Assignment",
+           "kernel_manager", "unix_sockets", "KERNEL_START_SECONDS"]
 
 ANSWER_TAG = "answer"
 HEADER = ["学生", "状态", "得分", "满分"]
-#: Extra seconds the parent allows a notebook's process beyond the notebook's own limit
+#: Extra seconds the grader allows a notebook's sandbox beyond the notebook's own limit
 #: (kernel start and shutdown) before it kills it.
 GRACE_SECONDS = 120
-#: How long a notebook's kernel may take to start, outside its ``--timeout`` (nbclient's own
-#: default is 60 s: a kernel started beside a dozen others on two cores can take longer).
-KERNEL_START_SECONDS = 300
+#: A handed-in notebook larger than this is not run (nor read).
+NOTEBOOK_BYTES = 50 * 2**20
+#: What the notebooks of one student's zip may unpack to, in all.
+ZIP_BYTES = 200 * 2**20
 
 
 class GradeError(Exception):
@@ -80,20 +90,23 @@ class GradeError(Exception):
 def add_grade_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``tmath grade`` on the CLI's sub-command parsers."""
     p = subparsers.add_parser(
-        "grade", help="评分：重新运行交上来的笔记本，读出答案单元格，与答案核对",
-        description="评分：在干净的内核里限时重新运行每个学生交来的笔记本，从答案单元格读出答案，"
-                    "与完整版的答案核对，写出成绩表和每个学生的反馈。",
+        "grade", help="评分：在沙箱里重新运行交上来的笔记本，读出答案单元格，与答案核对",
+        description="评分：在课程包的环境里、每个笔记本一个沙箱，限时重新运行每个学生交来的笔记本，"
+                    "从答案单元格读出答案，与完整版的答案核对，写出成绩表和每个学生的反馈。",
     )
     p.add_argument("submissions", metavar="SUBMISSIONS_DIR",
                    help="交上来的作业：每个学生一个文件夹（nbgrader 的 submitted/），"
                         "或一个 .ipynb / .zip 文件")
     p.add_argument("--out", required=True, metavar="grades.csv", help="成绩表的路径")
+    p.add_argument("--release", required=True, metavar="DIR",
+                   help="这次作业发给学生的笔记本所在的文件夹（nbgrader 的 release/<作业>/）："
+                        "它决定哪些题计分、每题几分，也就决定满分")
+    p.add_argument("--kit-env", required=True, metavar="DIR",
+                   help="课程包的 Python 虚拟环境（不含答案；make grading-env 建在 _build/grading-env）："
+                        "学生的笔记本在这个环境里运行")
     p.add_argument("--timeout", type=float, default=600, metavar="秒",
                    help="每个笔记本的单元格从头运行完的时限，单位秒"
-                        "（默认 600；内核启动另有 300 秒，不计在内）")
-    p.add_argument("--release", metavar="DIR",
-                   help="发给学生的笔记本所在的文件夹（课程包的 notebooks/）：据它决定哪些题计分；"
-                        "默认按交上来的笔记本里的答案单元格")
+                        f"（默认 600；内核启动另有 {KERNEL_START_SECONDS} 秒，不计在内）")
     p.add_argument("--jobs", type=int, default=1, help="同时运行几个笔记本（默认 1）")
     p.set_defaults(func=run_grade)
     return p
@@ -103,7 +116,7 @@ def run_grade(args: argparse.Namespace) -> int:
     """The CLI's ``grade``: returns the exit status."""
     try:
         rows = grade(Path(args.submissions), Path(args.out), timeout=args.timeout,
-                     release=Path(args.release) if args.release else None, jobs=args.jobs)
+                     release=Path(args.release), kit_env=Path(args.kit_env), jobs=args.jobs)
     except GradeError as e:
         print(f"tmath grade：错误：{e}", file=sys.stderr)
         return 2
@@ -128,30 +141,56 @@ def _visible(path: Path) -> bool:
                    for part in path.parts)
 
 
+def _unzip(entry: Path, sub: Submission, target: Path) -> None:
+    """The notebooks of a student's zip, unpacked into ``target`` (none of its paths leaves it:
+    ``ZipFile.extract`` drops ``..`` and leading slashes), if they are not too large."""
+    try:
+        with zipfile.ZipFile(entry) as z:
+            members = [i for i in z.infolist()
+                       if i.filename.endswith(".ipynb") and _visible(Path(i.filename))]
+            if sum(i.file_size for i in members) > ZIP_BYTES:
+                sub.problems.append(f"文件太大：{entry.name} 里的笔记本解压后超过 {ZIP_BYTES // 2**20} MB")
+                return
+            for info in members:
+                z.extract(info, target)
+            sub.notebooks = [(f"{entry.name}:{i.filename}", target / i.filename)
+                             for i in sorted(members, key=lambda i: i.filename)]
+        if not members:
+            sub.problems.append(f"没有找到笔记本：{entry.name} 里没有 .ipynb 文件")
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError):
+        sub.problems.append(f"不是笔记本：{entry.name} 不是有效的 zip 文件")
+
+
 def collect(folder: Path, scratch: Path) -> list[Submission]:
-    """One :class:`Submission` per entry of ``folder`` (zips are unpacked into ``scratch``)."""
+    """One :class:`Submission` per entry of ``folder`` (zips are unpacked into ``scratch``).
+
+    A symbolic link is never followed: it could point the grader, which reads every file
+    handed in, at a file of the teacher's (a key module) and copy it into the sandbox."""
     subs = []
     for entry in sorted(p for p in folder.iterdir() if _visible(p.relative_to(folder))):
-        if entry.is_dir():
+        if entry.is_symlink():
+            sub = Submission(entry.stem if entry.suffix in (".ipynb", ".zip") else entry.name)
+            sub.problems.append(f"不是笔记本：{entry.name} 是一个符号链接，没有读取")
+        elif entry.is_dir():
             sub = Submission(entry.name)
-            files = sorted(p for p in entry.rglob("*") if p.is_file() and _visible(p.relative_to(entry)))
+            files, links = [], []
+            for p in sorted(entry.rglob("*")):
+                if not _visible(p.relative_to(entry)):
+                    continue
+                if p.is_symlink():  # rglob lists a link, and does not go into a linked folder
+                    links.append(p)
+                elif p.is_file():
+                    files.append(p)
             sub.notebooks = [(str(p.relative_to(entry)), p) for p in files if p.suffix == ".ipynb"]
+            if links:
+                named = "、".join(str(p.relative_to(entry)) for p in links[:3])
+                sub.problems.append(f"没有读取符号链接：{named}")
             if not sub.notebooks:
                 others = "、".join(str(p.relative_to(entry)) for p in files[:3]) or "空文件夹"
                 sub.problems.append(f"没有找到笔记本：交来的是 {others}，没有 .ipynb 文件")
         elif entry.suffix == ".zip":
             sub = Submission(entry.stem)
-            try:
-                with zipfile.ZipFile(entry) as z:
-                    names = [n for n in z.namelist() if n.endswith(".ipynb") and _visible(Path(n))]
-                    target = scratch / "unzipped" / entry.stem
-                    for n in names:
-                        z.extract(n, target)
-                    sub.notebooks = [(f"{entry.name}:{n}", target / n) for n in sorted(names)]
-                if not names:
-                    sub.problems.append(f"没有找到笔记本：{entry.name} 里没有 .ipynb 文件")
-            except zipfile.BadZipFile:
-                sub.problems.append(f"不是笔记本：{entry.name} 不是有效的 zip 文件")
+            _unzip(entry, sub, scratch / "unzipped" / entry.stem)
         else:
             sub = Submission(entry.stem, [(entry.name, entry)])
         subs.append(sub)
@@ -168,11 +207,16 @@ class Execution:
     problem: str | None = None  # a notebook-level problem: not a notebook, timeout, dead kernel
 
 
-def _read_notebook(path: Path):
+def _read_notebook(path: Path | None = None, text: str | None = None):
+    """(notebook, None) or (None, why not, in Chinese): from ``path`` or from ``text``."""
     import nbformat
 
     try:
-        nb = nbformat.read(path, as_version=4)
+        if text is None:
+            if path.stat().st_size > NOTEBOOK_BYTES:
+                return None, f"文件太大（超过 {NOTEBOOK_BYTES // 2**20} MB）"
+            text = path.read_bytes().decode("utf-8")
+        nb = nbformat.reads(text, as_version=4)
         nbformat.validate(nb)
     except UnicodeDecodeError:
         return None, "无法按 Jupyter 笔记本（.ipynb）读取：不是 UTF-8 文本"
@@ -185,102 +229,52 @@ def _read_notebook(path: Path):
     return nb, None
 
 
-def execute(name: str, path: Path, dest: Path, timeout: float) -> Execution:
-    """Run one notebook in a fresh process and kernel; the executed copy goes to ``dest``."""
+def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitEnv, slot: int) -> Execution:
+    """Run one notebook in a new sandbox (:mod:`tmath.sandbox`) with the course kit's Python;
+    the executed copy goes to ``dest``. Whatever the notebook does, this returns."""
     nb, problem = _read_notebook(path)
     if nb is None:
         return Execution(name, None, f"不是笔记本：{name} {problem}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    status_file = dest.with_name(dest.name + ".status.json")
-    status_file.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="tmath-grade-") as work:
-        src = Path(work) / path.name
-        shutil.copyfile(path, src)
+    import nbformat
+
+    wall = sandbox_seconds(timeout)
+    with sandbox.cgroups(slot) as groups:
+        cmd = sandbox.command(kit, slot, timeout, Path(name).name, int(wall) + 1, groups=groups)
+        outcome = sandbox.run(cmd, nbformat.writes(nb).encode("utf-8"), wall)
+    status: dict = {"status": "timeout"} if outcome.returncode is None else {"status": "failed"}
+    executed = None
+    if outcome.stdout is None:
+        status = {"status": "failed", "detail": f"输出超过 {sandbox.OUTPUT_BYTES // 2**20} MB"}
+    elif outcome.stdout:
+        head, _, body = outcome.stdout.partition(b"\n")
         try:
-            subprocess.run(
-                [sys.executable, "-m", "tmath.grade", str(src), str(dest), str(timeout), str(status_file)],
-                cwd=work, capture_output=True, check=False,
-                timeout=KERNEL_START_SECONDS + timeout + GRACE_SECONDS,
-            )
-        except subprocess.TimeoutExpired:
+            said = json.loads(head)
+            if isinstance(said, dict) and said.get("status") in ("ok", "timeout", "dead", "failed"):
+                status = {"status": said["status"], "cell": said.get("cell") if isinstance(
+                    said.get("cell"), int) else None, "detail": str(said.get("detail", ""))[:200]}
+        except ValueError:
             pass
-    status = json.loads(status_file.read_text(encoding="utf-8")) if status_file.exists() else {
-        "status": "timeout"}
-    status_file.unlink(missing_ok=True)
-    executed = _read_notebook(dest)[0] if dest.exists() else None
-    kind = status.get("status")
+        executed, _ = _read_notebook(text=body.decode("utf-8", errors="replace"))
+    if status["status"] == "failed" and not status.get("detail"):
+        last = outcome.stderr.strip().splitlines()[-1:]
+        status["detail"] = (last[0][:200] if last else f"退出码 {outcome.returncode}")
+    if executed is not None:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(executed, dest)
+    kind = status["status"]
     if kind == "timeout":
         where = f"（停在第 {status['cell']} 个单元格）" if status.get("cell") else ""
         problem = f"超时：{name} 超过 {timeout:g} 秒没有运行完{where}，超时前读到的答案照常计分"
     elif kind == "dead":
         problem = f"内核崩溃：{name} 运行中内核退出，之前读到的答案照常计分"
     elif kind != "ok":
-        problem = f"无法运行：{name}（{status.get('detail', kind)}）"
+        problem = f"无法运行：{name}（{status.get('detail') or kind}）"
     return Execution(name, executed, problem)
 
 
-def _worker(argv: list[str]) -> int:
-    """Child process: execute ``src`` into ``dest`` within ``budget`` seconds, write a status file."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    src, dest, budget, status_file = argv
-    nb = nbformat.read(src, as_version=4)
-    for cell in nb.cells:  # nothing saved by the student counts: only what runs here
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    deadline = float("inf")  # set once the kernel answers: the budget is the cells'
-    sockets = tempfile.mkdtemp(prefix="tmath-kernel-")
-    client = NotebookClient(
-        nb, km=kernel_manager(sockets), allow_errors=True, interrupt_on_timeout=False,
-        startup_timeout=KERNEL_START_SECONDS,
-        timeout_func=lambda cell: max(0.1, deadline - time.monotonic()),
-        extra_arguments=["--HistoryManager.hist_file=:memory:"],
-        resources={"metadata": {"path": str(Path(src).parent)}},
-    )
-    status: dict = {"status": "ok"}
-    index = 0
-    try:
-        with client.setup_kernel():
-            deadline = time.monotonic() + float(budget)
-            for index, cell in enumerate(nb.cells):
-                if time.monotonic() >= deadline:
-                    raise CellTimeoutError(f"budget of {budget} s spent before cell {index + 1}")
-                client.execute_cell(cell, index)
-    except CellTimeoutError:
-        status = {"status": "timeout", "cell": index + 1}
-        # the kernel was stopped in this cell: its KeyboardInterrupt is the timeout, not an error
-        cell = nb.cells[index]
-        cell.outputs = [o for o in cell.get("outputs", []) if o.get("ename") != "KeyboardInterrupt"]
-    except DeadKernelError:
-        status = {"status": "dead"}
-    except Exception as e:  # noqa: BLE001 - reported in the student's row, never raised
-        status = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
-    shutil.rmtree(sockets, ignore_errors=True)
-    nbformat.write(nb, dest)
-    Path(status_file).write_text(json.dumps(status), encoding="utf-8")
-    return 0
-
-
-def unix_sockets(folder: str) -> dict[str, str]:
-    """A kernel manager's settings for a kernel listening on Unix sockets in ``folder`` (no TCP
-    port that another program could take first: see the module's docstring); none, so TCP,
-    where there are no Unix sockets, or where ``folder`` is so deep that a socket's path would
-    pass the 104 bytes some systems allow (macOS)."""
-    ip = os.path.join(folder, "kernel")
-    if os.name != "posix" or len(os.fsencode(ip)) + len("-5") >= 104:
-        return {}
-    return {"transport": "ipc", "ip": ip}
-
-
-def kernel_manager(folder: str, kernel_name: str = "python3"):
-    """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
-    event loop while it waits for output, and a cell's timeout never fires), on
-    :func:`unix_sockets` in ``folder``."""
-    from jupyter_client.manager import AsyncKernelManager
-
-    return AsyncKernelManager(kernel_name=kernel_name, **unix_sockets(folder))
+def sandbox_seconds(timeout: float) -> float:
+    """How long a notebook's sandbox may live: its kernel's start, its cells, and a grace."""
+    return KERNEL_START_SECONDS + timeout + GRACE_SECONDS
 
 
 # --- reading and checking -------------------------------------------------------------------------
@@ -296,34 +290,37 @@ class Answers:
 
 
 def read_answers(nb) -> Answers:
-    """The answers recorded in the tagged answer cells of an executed notebook."""
+    """The answers recorded in the tagged answer cells of an executed notebook (which the
+    student's code wrote: every field is checked for its type before it is used)."""
     from tmath.exercises import ANSWER_MIME
 
     found = Answers()
     for number, cell in enumerate(nb.cells, start=1):
-        tagged = ANSWER_TAG in cell.get("metadata", {}).get("tags", [])
-        if tagged:
-            found.asked += [a for a in cell.metadata.get("tmath", {}).get("answers", [])
-                            if isinstance(a, str) and a not in found.asked]
-        if cell.cell_type != "code":
+        meta = _tmath_meta(cell)
+        tagged = meta is not None
+        asked = _labels(meta) if tagged else []
+        found.asked += [a for a in asked if a not in found.asked]
+        if cell.get("cell_type") != "code":
             continue
         for output in cell.get("outputs", []):
+            if not isinstance(output, dict):
+                continue
             if output.get("output_type") == "error":
-                error = (number, output.get("ename", ""), output.get("evalue", ""))
+                error = (number, str(output.get("ename", ""))[:100], str(output.get("evalue", ""))[:200])
                 found.errors.append(error)
-                if tagged:  # the answers this cell did not get to record
-                    for label in cell.metadata.get("tmath", {}).get("answers", []):
-                        found.notes.setdefault(label, f"答案单元格运行出错（{error[1]}: {error[2]}）")
-            record = output.get("data", {}).get(ANSWER_MIME)
+                for label in asked:  # the answers this cell did not get to record
+                    found.notes.setdefault(label, f"答案单元格运行出错（{error[1]}: {error[2]}）")
+            data = output.get("data")
+            record = data.get(ANSWER_MIME) if isinstance(data, dict) else None
             if not isinstance(record, dict) or not isinstance(record.get("label"), str):
                 continue
-            label = record["label"]
+            label = record["label"][:100]
             if not tagged:
                 found.outside.append(label)
                 continue
             found.values[label] = record.get("value")
             if record.get("error"):
-                found.notes[label] = record["error"]
+                found.notes[label] = str(record["error"])[:200]
             else:
                 found.notes.pop(label, None)
     for label in list(found.notes):  # an answer recorded before its cell failed still counts
@@ -338,16 +335,91 @@ class Graded:
     status: str
     results: dict[str, bool | None]  # label -> right / wrong / None (not answered)
     feedback: list[str]
+    points: dict[str, int] = field(default_factory=dict)  # label -> its points (the release's)
 
     @property
     def score(self) -> int:
-        return sum(1 for v in self.results.values() if v)
+        return sum(self.points.get(label, 1) for label, v in self.results.items() if v)
+
+
+@dataclass
+class Assignment:
+    """What the release fixes: the exercise parts graded, in order, and the points of each
+    (``metadata.tmath.points`` of the answer cell, ``{label: points}``; 1 by default)."""
+
+    notebooks: list[str]  # the release's notebooks, relative to it
+    points: dict[str, int]  # label -> points, in the order of the release's answer cells
+
+    @property
+    def total(self) -> int:
+        return sum(self.points.values())
+
+    @classmethod
+    def from_release(cls, release: Path, known: set[str]) -> Assignment:
+        if not release.is_dir():
+            raise GradeError(f"--release：{release} 不是一个文件夹")
+        notebooks, points = [], {}
+        for path in sorted(release.rglob("*.ipynb")):
+            if not _visible(path.relative_to(release)):
+                continue
+            nb, problem = _read_notebook(path)
+            if nb is None:
+                raise GradeError(f"--release：{path} {problem}")
+            notebooks.append(str(path.relative_to(release)))
+            for cell in nb.cells:
+                meta = _tmath_meta(cell)
+                if meta is None:
+                    continue
+                given = meta.get("points", {})
+                for label in _labels(meta):
+                    value = given.get(label, 1) if isinstance(given, dict) else 1
+                    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                        raise GradeError(f"--release：{path.name} 里 {label} 的分值 {value!r} 不是非负整数")
+                    if label not in known:
+                        raise GradeError(f"--release：{path.name} 的答案单元格问的 {label} 没有答案，"
+                                         "无法评分")
+                    points.setdefault(label, value)
+        if not points:
+            raise GradeError(f"--release：{release} 的笔记本里没有答案单元格（标签 answer），"
+                             "没有可以评分的题")
+        return cls(notebooks, points)
+
+
+def _tmath_meta(cell) -> dict | None:
+    """The ``metadata.tmath`` of an answer cell (tagged ``answer``); None for any other cell."""
+    meta = cell.get("metadata")
+    if not isinstance(meta, dict) or ANSWER_TAG not in (meta.get("tags") or []):
+        return None
+    tm = meta.get("tmath")
+    return tm if isinstance(tm, dict) else {}
+
+
+def _labels(meta: dict) -> list[str]:
+    answers = meta.get("answers")
+    return [a for a in answers if isinstance(a, str)] if isinstance(answers, list) else []
+
+
+def _shown(value) -> str:
+    """A value read from an answer cell, as the feedback shows it (the student's own number)."""
+    from tmath.exercises import plain_number
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**30 else f"{float(value):g}"
+    try:
+        return plain_number(value) if 1e-6 <= abs(value) < 1e21 or value == 0 else repr(value)
+    except (ValueError, OverflowError):
+        return repr(value)
 
 
 def _check(label: str, value, note: str | None = None) -> tuple[bool | None, str]:
-    from tmath.exercises import _KEYS, check
+    """(right?, the feedback's line): the value read, ✓ or ✗, and the tolerance; never the key."""
+    from tmath.exercises import check, keys_of
 
-    tolerance = _KEYS[label].tolerance_text()
+    key = next((k for k in keys_of(label) if k.label == label), None)
+    tolerance = key.tolerance_text() if key else ""
     if value is None:
         if note:
             return None, f"{label}：没有读到答案：{note}（容差：{tolerance}）"
@@ -355,8 +427,9 @@ def _check(label: str, value, note: str | None = None) -> tuple[bool | None, str
     try:
         result = check(value, label)
     except (TypeError, ValueError) as e:
-        return False, f"{label}：✗ 读到的答案不是一个有效的数（{e}）"
-    return result.correct, result.message
+        return False, f"{label}：读到 {_shown(value)}，✗ 不是一个有效的数（{e}）"
+    verdict = "✓ 正确" if result.correct else "✗ 还不对"
+    return result.correct, f"{label}：读到 {_shown(value)}，{verdict}（容差：{tolerance}）"
 
 
 def _status(sub: Submission, runs: list[Execution], answers: list[Answers]) -> str:
@@ -372,9 +445,63 @@ def _status(sub: Submission, runs: list[Execution], answers: list[Answers]) -> s
     return "；".join(problems) if problems else "已评分"
 
 
-def grade(submissions: Path, out: Path, *, timeout: float = 600, release: Path | None = None,
+def _row(sub: Submission, runs: list[Execution], assignment: Assignment) -> Graded:
+    """One student's row, from the executed notebooks (untrusted: whatever they hold)."""
+    found = []
+    for r in runs:
+        try:
+            found.append(read_answers(r.nb) if r.nb is not None else Answers())
+        except Exception as e:  # noqa: BLE001 - a notebook the reader cannot follow: its row says so
+            found.append(Answers(errors=[(0, "评分读取出错", type(e).__name__)]))
+    merged = Answers()
+    for a in found:
+        merged.values.update(a.values)
+        merged.notes.update(a.notes)
+        merged.outside += a.outside
+    results, lines = {}, []
+    for label in assignment.points:
+        ok, message = _check(label, merged.values.get(label), merged.notes.get(label))
+        results[label] = ok
+        lines.append(message)
+    extra = sorted({x for x in merged.values if x not in assignment.points})
+    if extra:
+        shown = "、".join(_shown(x) if not isinstance(x, str) else x[:40] for x in extra[:10])
+        lines.append(f"不是本次作业的题目，没有计分：{shown}")
+    outside = sorted(set(merged.outside) & set(assignment.points) - {x for x in merged.values})
+    if outside:
+        lines.append(f"这些题的答案写在了答案单元格以外，没有计分：{'、'.join(outside)}"
+                     "（请写在练习后面的答案单元格里）")
+    return Graded(sub.student, _status(sub, runs, found), results, lines, assignment.points)
+
+
+def _inside(name: str) -> Path:
+    """The path under ``autograded/<student>/`` of the notebook shown as ``name`` (``a.zip:b/c.ipynb``
+    goes to ``a.zip/b/c.ipynb``): a zip's member named ``../../x.ipynb`` stays inside."""
+    path = PurePosixPath(name.replace(":", "/").replace("\\", "/"))
+    parts = [p for p in path.parts if p not in ("/", ".", "..")]
+    return Path(*parts) if parts else Path("notebook.ipynb")
+
+
+def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write ``path`` whole or not at all (a temporary file beside it, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout: float = 600,
           jobs: int = 1) -> list[Graded]:
-    """Execute, read and check every submission; write ``out`` (CSV), feedback and autograded copies."""
+    """Execute every submission in a sandbox of its own with the kit's Python (``kit_env``),
+    read its answers and check them against the keys; write ``out`` (CSV), the feedback and
+    the executed copies. The release fixes the exercises, their points and so the maximum."""
     from tmath.exercises import has_keys, labels
 
     if not submissions.is_dir():
@@ -385,82 +512,66 @@ def grade(submissions: Path, out: Path, *, timeout: float = 600, release: Path |
         raise GradeError(f"--timeout 必须大于 0 秒（现在是 {timeout:g}）")
     if jobs < 1:
         raise GradeError(f"--jobs 至少为 1（现在是 {jobs}）")
-    if release is not None and not release.is_dir():
-        raise GradeError(f"--release：{release} 不是一个文件夹")
-    known = set(labels())
+    assignment = Assignment.from_release(Path(release), set(labels()))
+    try:
+        kit = sandbox.KitEnv.probe(Path(kit_env).resolve())
+        sandbox.check_works(kit)
+    except sandbox.SandboxError as e:
+        raise GradeError(str(e)) from None
     submissions, out = submissions.resolve(), out.resolve()
     base = out.parent
     autograded, feedback_dir = base / "autograded", base / "feedback"
+    slots: queue.Queue[int] = queue.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+
+    def run(task) -> Execution:
+        sub, name, path, dest = task
+        slot = slots.get()
+        try:
+            return execute(name, path, dest, timeout, kit, slot)
+        except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row's
+            return Execution(name, None, f"无法运行：{name}（评分程序出错：{type(e).__name__}）")
+        finally:
+            slots.put(slot)
+
     with tempfile.TemporaryDirectory(prefix="tmath-grade-") as scratch:
         subs = collect(submissions, Path(scratch))
-        tasks = [(sub, name, path, autograded / sub.student / name.replace(":", "/"))
+        tasks = [(sub, name, path, autograded / sub.student / _inside(name))
                  for sub in subs for name, path in sub.notebooks]
+        handed_in = {Path(name.split(":")[-1]).name for _, name, _, _ in tasks}
+        missing = [n for n in assignment.notebooks if Path(n).name not in handed_in]
+        if missing and tasks:
+            print(f"tmath grade：注意：发布的笔记本 {'、'.join(missing[:5])} 没有一个学生交来；"
+                  f"满分仍按 --release 的全部 {len(assignment.points)} 题（{assignment.total} 分）计算。"
+                  "--release 应指向这次作业的文件夹，而不是整套课程包", file=sys.stderr)
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            runs = list(pool.map(lambda t: execute(t[1], t[2], t[3], timeout), tasks))
+            runs = list(pool.map(run, tasks))
     by_student: dict[str, list[Execution]] = {sub.student: [] for sub in subs}
-    for (sub, *_), run in zip(tasks, runs, strict=True):
-        by_student[sub.student].append(run)
-    found = {s: [read_answers(r.nb) if r.nb is not None else Answers() for r in rs]
-             for s, rs in by_student.items()}
+    for (sub, *_), r in zip(tasks, runs, strict=True):
+        by_student[sub.student].append(r)
+    rows = [_row(sub, by_student[sub.student], assignment) for sub in subs]
 
-    columns: list[str] = []
-    if release is not None:
-        for path in sorted(release.rglob("*.ipynb")):
-            nb, _ = _read_notebook(path)
-            columns += [a for a in (read_answers(nb).asked if nb else []) if a not in columns]
-    else:
-        for answers in found.values():
-            for a in answers:
-                columns += [label for label in a.asked if label not in columns]
-    columns = [c for c in columns if c in known]
-
-    rows = []
-    for sub in subs:
-        merged = Answers()
-        for a in found[sub.student]:
-            merged.values.update(a.values)
-            merged.notes.update(a.notes)
-            merged.outside += a.outside
-        results, lines = {}, []
-        for label in columns:
-            ok, message = _check(label, merged.values.get(label), merged.notes.get(label))
-            results[label] = ok
-            lines.append(message)
-        extra = sorted({x for x in merged.values if x not in columns})
-        if extra:
-            lines.append(f"不是本次作业的题目，没有计分：{'、'.join(extra)}")
-        outside = sorted(set(merged.outside) & set(columns) - {x for x in merged.values})
-        if outside:
-            lines.append(f"这些题的答案写在了答案单元格以外，没有计分：{'、'.join(outside)}"
-                         "（请写在练习后面的答案单元格里）")
-        rows.append(Graded(sub.student, _status(sub, by_student[sub.student], found[sub.student]),
-                           results, lines))
-
-    base.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8-sig", newline="") as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(HEADER + columns)
-        for row in rows:
-            cells = ["" if row.results[c] is None else int(row.results[c]) for c in columns]
-            writer.writerow([row.student, row.status, row.score, len(columns), *cells])
-    feedback_dir.mkdir(parents=True, exist_ok=True)
+    table = io.StringIO()
+    writer = csv.writer(table, lineterminator="\n")
+    columns = list(assignment.points)
+    writer.writerow(HEADER + columns)
     for row in rows:
-        (feedback_dir / f"{row.student}.md").write_text(_feedback(row, len(columns)), encoding="utf-8")
+        cells = ["" if row.results[c] is None else assignment.points[c] * int(row.results[c])
+                 for c in columns]
+        writer.writerow([row.student, row.status, row.score, assignment.total, *cells])
+    for row in rows:
+        _write_atomic(feedback_dir / f"{row.student}.md", _feedback(row, assignment.total))
+    _write_atomic(out, table.getvalue(), encoding="utf-8-sig")
     return rows
 
 
 def _feedback(row: Graded, total: int) -> str:
+    points = set(row.points.values())
+    rule = "答对一题得 1 分" if points <= {1} else "每题的分值见成绩表"
     lines = [f"# 作业反馈：{row.student}", "", f"状态：{row.status}", "",
-             f"得分：{row.score} / {total}（答对一题得 1 分）", ""]
+             f"得分：{row.score} / {total}（{rule}）", ""]
     lines += [f"- {line}" for line in row.feedback]
-    lines += ["", "容差说明：容差以内的答案都判为正确；“精确整数”的题必须填与答案完全相等的整数。"
-              "反馈不给出正确答案。"]
+    lines += ["", "“读到”后面是从你的答案单元格里读出的答案。容差以内的答案都判为正确；“精确整数”的题必须填"
+              "与答案完全相等的整数。反馈不给出正确答案。"]
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":  # the child process of execute()
-    # nbformat imports jsonschema, which builds an IRI grammar (lark) at import when
-    # rfc3987_syntax is installed: about 1.5 s in every child, for the "iri" format, which
-    # nbformat's schema (JSON Schema draft 4) does not have. This process only runs notebooks.
-    sys.modules.setdefault("rfc3987_syntax", None)
-    sys.exit(_worker(sys.argv[1:]))

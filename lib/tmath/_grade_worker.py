@@ -1,0 +1,115 @@
+"""The grader's worker: runs one handed-in notebook, inside the sandbox (:mod:`tmath.sandbox`).
+
+``python _grade_worker.py BUDGET NAME`` reads the notebook from standard input, writes it to
+``NAME`` in the current folder (the sandbox's scratch folder), runs it from the top in a new
+kernel of this Python (``python3``, whatever kernel the notebook names), its saved outputs
+cleared first, errors allowed, the history in memory, and ``BUDGET`` seconds for the cells,
+counted from the moment the kernel answers (:data:`KERNEL_START_SECONDS` more for the kernel
+to start). It writes to standard output one line of JSON, the status (``ok``, ``timeout``
+with the cell, ``dead``, ``failed`` with a detail), then the executed notebook.
+
+The grader runs this file as it is (bound read-only into the sandbox) with the course kit's
+Python: it imports nothing from tmath, only the standard library, nbformat and nbclient,
+which the kit's JupyterLab requires. Everything it writes is the student's to forge (the
+kernel runs with its rights): the grader reads it as untrusted data, never runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: How long a notebook's kernel may take to start, outside its budget (nbclient's own
+#: default is 60 s: a kernel started beside a dozen others on two cores can take longer).
+KERNEL_START_SECONDS = 300
+
+
+def unix_sockets(folder: str) -> dict[str, str]:
+    """A kernel manager's settings for a kernel listening on Unix sockets in ``folder`` (no TCP
+    port that another program could take first: see :mod:`tmath.grade`); none, so TCP,
+    where there are no Unix sockets, or where ``folder`` is so deep that a socket's path would
+    pass the 104 bytes some systems allow (macOS)."""
+    ip = os.path.join(folder, "kernel")
+    if os.name != "posix" or len(os.fsencode(ip)) + len("-5") >= 104:
+        return {}
+    return {"transport": "ipc", "ip": ip}
+
+
+def kernel_manager(folder: str, kernel_name: str = "python3"):
+    """nbclient's kind of kernel manager (asynchronous: a synchronous one blocks nbclient's
+    event loop while it waits for output, and a cell's timeout never fires), on
+    :func:`unix_sockets` in ``folder``."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    return AsyncKernelManager(kernel_name=kernel_name, **unix_sockets(folder))
+
+
+def run(nb, budget: float, folder: str) -> dict:
+    """Execute ``nb`` (in place) in ``folder``; returns the status."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    for cell in nb.cells:  # nothing saved by the student counts: only what runs here
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    deadline = float("inf")  # set once the kernel answers: the budget is the cells'
+    sockets = tempfile.mkdtemp(prefix="tmath-kernel-")
+    client = NotebookClient(
+        nb, km=kernel_manager(sockets), allow_errors=True, interrupt_on_timeout=False,
+        startup_timeout=KERNEL_START_SECONDS,
+        timeout_func=lambda cell: max(0.1, deadline - time.monotonic()),
+        extra_arguments=["--HistoryManager.hist_file=:memory:"],
+        resources={"metadata": {"path": folder}},
+    )
+    status: dict = {"status": "ok"}
+    index = 0
+    try:
+        with client.setup_kernel():
+            deadline = time.monotonic() + budget
+            for index, cell in enumerate(nb.cells):
+                if time.monotonic() >= deadline:
+                    raise CellTimeoutError(f"budget of {budget} s spent before cell {index + 1}")
+                client.execute_cell(cell, index)
+    except CellTimeoutError:
+        status = {"status": "timeout", "cell": index + 1}
+        # the kernel was stopped in this cell: its KeyboardInterrupt is the timeout, not an error
+        cell = nb.cells[index]
+        cell.outputs = [o for o in cell.get("outputs", []) if o.get("ename") != "KeyboardInterrupt"]
+    except DeadKernelError:
+        status = {"status": "dead"}
+    except Exception as e:  # noqa: BLE001 - reported in the student's row, never raised
+        status = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+    shutil.rmtree(sockets, ignore_errors=True)
+    return status
+
+
+def main(argv: list[str]) -> int:
+    import nbformat
+
+    budget, name = float(argv[0]), Path(argv[1]).name
+    # The answer goes to the grader on this process's own standard output, which nothing it
+    # starts inherits: the kernel's goes to /dev/null (its standard error, like this
+    # process's, to the grader, which keeps the last lines).
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    src = Path.cwd() / name
+    src.write_bytes(sys.stdin.buffer.read())
+    nb = nbformat.read(src, as_version=4)
+    status = run(nb, budget, str(src.parent))
+    out.write(json.dumps(status) + "\n")
+    out.write(nbformat.writes(nb))
+    out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    # nbformat imports jsonschema, which builds an IRI grammar (lark) at import when
+    # rfc3987_syntax is installed: about 1.5 s in every worker, for the "iri" format, which
+    # nbformat's schema (JSON Schema draft 4) does not have. This process only runs notebooks.
+    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.exit(main(sys.argv[1:]))
