@@ -121,9 +121,11 @@ def student_notebooks() -> list[tuple[Path, nbformat.NotebookNode]]:
 
 def build_wheel(out: Path) -> Path:
     """The tmath wheel without answer keys, with their hashes; returns its path."""
-    from tmath.exercises import hash_table
+    from tmath.exercises import graded_exercises, hash_table, labels
 
-    table = hash_table()
+    graded = graded_exercises()  # BOOK_GRADED: no hash, so no self-check, for these
+    parts = [label for label in labels() if label.split("/")[0] in graded]
+    table = hash_table([label for label in labels() if label not in parts])
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "lib"
         shutil.copytree(
@@ -131,11 +133,12 @@ def build_wheel(out: Path) -> Path:
             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "answer_keys"),
         )
         (lib / "tmath" / "_answer_hashes.py").write_text(
-            '"""The course kit\'s answer keys: per exercise its tolerance and a salted SHA-256 of\n'
+            '"""The course kit\'s answer keys: per exercise its tolerance and a salted PBKDF2 of\n'
             "the key's grid cell, never the key (written by scripts/student_kit.py; the rule is in\n"
-            'tmath.exercises)."""\n\nKEYS = {\n'
+            'tmath.exercises). GRADED: the parts a teacher grades, with no hash at all."""\n\nKEYS = {\n'
             + "".join(f"    {label!r}: {entry!r},\n" for label, entry in table.items())
-            + "}\n",
+            + "}\n"
+            + f"GRADED = {parts!r}\n",
             encoding="utf-8",
         )
         out.mkdir(parents=True, exist_ok=True)
@@ -216,9 +219,11 @@ my_answer("ex-tour-1", None)  # 整数，单位：个参数
 
 ## 自查的限度
 
-这个 tmath 里没有答案：每道题只存了它的容差和一个加盐的哈希值，检查器只能比较“你的答案落在哪个格点”，
-不能把答案还原出来。不过数值答案很短，执意的人可以一个数一个数地试出来。自查只是让你不必、也不能顺手偷看答案；
-成绩以老师评分为准：老师会在自己的环境里从头运行你交上来的笔记本，用完整的答案核对。
+这个 tmath 里没有答案：每道练习题只存了它的容差和一个加盐的哈希值（PBKDF2，故意算得慢，每算一次约 0.1 秒），
+检查器只能比较“你的答案落在哪个格点”，不能把答案还原出来。不过容差之内的格点不多，执意的人可以一个格点一个格点地试：
+一道题快则几分钟，慢则几小时，小的整数（几张卡、几个头）一试就中。自查只是让你不必、也不能顺手偷看答案。
+老师要计分的题，课程包里连哈希都没有：答案单元格只记下你的答案，不做自查（会显示“这道题由老师评分”）。
+成绩以老师评分为准：老师会在沙箱里从头运行你交上来的笔记本，用完整的答案核对。
 
 ## 交作业
 

@@ -161,3 +161,24 @@ def test_a_graded_exercise_gets_no_hash_and_so_no_answer_box(monkeypatch, tmp_pa
     assert "ex-tour-2" in table and [k for k in table if k.startswith("ex-moe-1/")]
     monkeypatch.delenv("BOOK_GRADED")
     assert "ex-tour-1" in pyodide_site._hash_table() and "ex-tour-1/share" in pyodide_site._hash_table()
+
+
+def test_the_kit_holds_no_hash_of_a_graded_exercise_and_records_its_answer(monkeypatch, tmp_path):
+    import zipfile
+
+    import student_kit
+
+    monkeypatch.setenv("BOOK_GRADED", "ex-tour-1")
+    wheel = student_kit.build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as zf:
+        text = zf.read("tmath/_answer_hashes.py").decode("utf-8")
+    namespace: dict = {}
+    exec(text, namespace)  # the kit's own module: data only
+    assert not [k for k in namespace["KEYS"] if k.split("/")[0] == "ex-tour-1"]
+    assert "ex-tour-2" in namespace["KEYS"]
+    assert namespace["GRADED"] == ["ex-tour-1", "ex-tour-1/share"]
+    # in the kit, an answer to a graded part is recorded for the grader and not checked
+    monkeypatch.setattr(ex, "_GRADED", set(namespace["GRADED"]))
+    message, record = ex.answer_record("ex-tour-1", 125)
+    assert "由老师评分" in message and "✓" not in message and "✗" not in message
+    assert record == {"label": "ex-tour-1", "value": 125}
