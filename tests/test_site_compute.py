@@ -58,7 +58,11 @@ def cli(argv: list[str], files: dict[str, str] | None = None) -> dict:
 
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
-    with tempfile.TemporaryDirectory() as work:
+    from tmath.web import WORK_NAME
+
+    with tempfile.TemporaryDirectory() as top:
+        work = Path(top, WORK_NAME)  # the folder's name is the model's when the config has none
+        work.mkdir()
         for name, text in (files or {}).items():
             Path(work, name).write_text(text, encoding="utf-8")
         os.chdir(work)
@@ -319,6 +323,14 @@ def test_the_ledger_form_computes_what_the_command_line_prints(page):
         "python -m tmath ledger --preset qwen2-7b --seq-len 4096 --batch 1 --dtype bf16 --tp 4 --gpu H100")
 
 
+def test_a_config_without_a_name_takes_the_folder_s_as_in_a_terminal(page):
+    good = json.loads((HF_CONFIGS / "qwen2-0.5b.json").read_text(encoding="utf-8"))
+    good.pop("_name_or_path", None)
+    files = {"config.json": json.dumps(good)}
+    got = run_many(page, [(["ledger", "config.json"], files)])[0]
+    assert got == cli(["ledger", "config.json"], files) and "模型 你的模型（qwen2）" in got["stdout"]
+
+
 def test_a_config_s_strings_are_shown_as_text(page):
     payload = "<img src=x onerror=alert(1)>"
     good = json.loads((HF_CONFIGS / "llama3-8b.json").read_text(encoding="utf-8"))
@@ -350,6 +362,14 @@ def test_a_permalink_fills_the_form_and_its_strings_stay_text(page, server):
          "--tp", "8", "--gpu", "H100"])["stdout"]
     link = page.evaluate("document.querySelector('#ledger').tmath.permalink()")
     assert "preset=llama3-70b" in link and "seq-len=4096" in link
+    page.locator("#ledger input[name='--tp']").fill("")  # emptied: TP 1, and the link says so
+    link = page.evaluate("document.querySelector('#ledger').tmath.permalink()")
+    page.goto(link, wait_until="load")
+    wait_status(page, "#ledger", "用时")
+    assert page.locator("#ledger input[name='--tp']").input_value() == ""
+    assert page.locator("#ledger pre.tmath-output").text_content() == cli(
+        ["ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--batch", "1", "--dtype", "bf16",
+         "--gpu", "H100"])["stdout"]
 
 
 # --- answer boxes --------------------------------------------------------------------------
@@ -477,3 +497,21 @@ def test_no_request_left_the_site(page):
                if not u.startswith(("data:", "blob:")) and urlparse(u).hostname not in LOCAL_HOSTS]
     assert not outside
     assert any(u.endswith("/_static/pyodide/pyodide.asm.wasm") for u in page.requests)
+
+
+def test_a_cell_that_never_ends_can_be_stopped(page):
+    """A reader's endless loop holds the worker; 停止 ends it, and the next computation runs."""
+    page.evaluate("window.loop = tmathCall('cell', {page: 'loop', source: 'while True: pass'})"
+                  ".catch(e => String(e.message))")
+    page.wait_for_timeout(300)
+    page.evaluate("tmathCells.stop()")
+    assert page.evaluate("window.loop") == "已停止"
+    r = page.evaluate("tmathRun(['presets'])")
+    assert r["exitCode"] == 0 and "llama3-70b" in r["stdout"]
+
+
+def test_a_markdown_output_is_drawn_as_a_table_of_text(page):
+    html = page.evaluate(
+        "tmathCells.markdown('| 轴 | 时间 |\\n|---|---:|\\n| TP | $T$ <b>x</b> |\\n\\n合计').outerHTML")
+    assert html.count("<tr>") == 2 and "<th>轴</th>" in html and "<td>TP</td>" in html
+    assert "\\(T\\) &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html and "<p>合计</p>" in html

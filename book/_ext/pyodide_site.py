@@ -629,7 +629,8 @@ def widget_options() -> dict[str, list[str]]:
     from tmath.memory import RECIPES
     from tmath.serving import DTYPE_BYTES
 
-    return {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": list(DTYPE_BYTES),
+    dtypes = [d for d in DTYPE_BYTES if not d.startswith(("float", "bfloat"))]  # not aliases
+    return {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": dtypes,
             "recipes": list(RECIPES)}
 
 

@@ -36,6 +36,10 @@ __all__ = ["run_cli", "run_cell", "run_prelude", "check_answer", "reset_cells", 
 
 #: Where the reader's files are written: a new folder for each run, removed afterwards.
 _WORK_ROOT = os.path.join(tempfile.gettempdir(), "tmath-web")
+#: The folder the reader's files are written to (fresh each run, inside a new temporary one):
+#: a config.json without ``_name_or_path`` takes its folder's name, as in a terminal, so the
+#: page prints this name, not a random one.
+WORK_NAME = "你的模型"
 #: The largest file the page may pass (the command line reads a config.json whole).
 MAX_FILE_BYTES = 64 * 2**20
 
@@ -68,7 +72,9 @@ def run_cli(argv: list[str] | str, files: dict[str, str] | None = None) -> str:
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a list of strings")
     os.makedirs(_WORK_ROOT, exist_ok=True)
-    work = tempfile.mkdtemp(dir=_WORK_ROOT)
+    top = tempfile.mkdtemp(dir=_WORK_ROOT)
+    work = os.path.join(top, WORK_NAME)
+    os.makedirs(work)
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
     try:
@@ -96,7 +102,7 @@ def run_cli(argv: list[str] | str, files: dict[str, str] | None = None) -> str:
         status = 2
     finally:
         os.chdir(here)
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(top, ignore_errors=True)
     return json.dumps({"stdout": out.getvalue(), "stderr": err.getvalue(),
                        "exitCode": int(status or 0)}, ensure_ascii=False)
 

@@ -47,6 +47,16 @@
     });
   }
 
+  // Stop whatever runs (a cell in an endless loop): the worker and its Python go, every
+  // pending call is answered with `why`, and the next call starts a new worker.
+  function stopWorker(why) {
+    if (worker) worker.terminate();
+    worker = null;
+    for (const p of pending.values()) p.reject(new Error(why));
+    pending.clear();
+    ran = new Set();
+  }
+
   window.tmathRun = async function (argv, files) {
     const text = await call("cli", { argv: Array.from(argv, String), files: files || {} });
     return JSON.parse(text);
@@ -100,6 +110,9 @@
     ],
   };
   const DEFAULT_PRESET = { ledger: "llama3-70b", plan: "llama3-70b" };
+  const OPTION_WORDS = {
+    none: "none（不重算）", selective: "selective（只重算注意力）", full: "full（整层重算）",
+  };
   const CONFIG_NAME = "config.json";
 
   function widget(root) {
@@ -124,7 +137,7 @@
       if (f.type === "select") {
         input = el("select", { name: f.flag });
         const list = Array.isArray(f.options) ? f.options : options[f.options] || [];
-        for (const o of list) input.append(el("option", { value: o, text: o }));
+        for (const o of list) input.append(el("option", { value: o, text: OPTION_WORDS[o] || o }));
       } else {
         input = el("input", { type: "text", inputmode: "numeric", name: f.flag, placeholder: f.hint || "" });
       }
@@ -150,11 +163,12 @@
 
     function argv(json) {
       const a = [kind];
+      const flag = (name, v) => (v.startsWith("-") ? [`${name}=${v}`] : [name, v]);
       if (configText.value.trim()) a.push(CONFIG_NAME);
-      else a.push("--preset", presetSelect.value);
+      else a.push(...flag("--preset", presetSelect.value));
       for (const f of fields) {
         const v = inputs[f.flag].value.trim();
-        if (v !== "") a.push(f.flag, v);
+        if (v !== "") a.push(...flag(f.flag, v));
       }
       if (json) a.push("--json");
       return a;
@@ -194,10 +208,7 @@
       q.set("tmath", kind);
       if (configText.value.trim()) q.set("config", configText.value.trim());
       else q.set("preset", presetSelect.value);
-      for (const f of fields) {
-        const v = inputs[f.flag].value.trim();
-        if (v !== "" && v !== f.def) q.set(f.flag.slice(2), v);
-      }
+      for (const f of fields) q.set(f.flag.slice(2), inputs[f.flag].value.trim()); // empty ones too
       return location.origin + location.pathname + "?" + q.toString() + "#" + (root.id || "");
     }
     linkButton.onclick = async () => {
@@ -299,6 +310,38 @@
     .sort((a, b) => a.index - b.index);
   let ran = new Set();
 
+  // A cell's Markdown as the notebook shows it: pipe tables become tables, other lines
+  // paragraphs; every piece of text goes in as text ($…$ becomes \(…\) for MathJax).
+  function inlineMath(text) {
+    return text.replace(/\$([^$]+)\$/g, "\\($1\\)");
+  }
+  function markdownBlock(markdown) {
+    const box = el("div", { class: "tmath-markdown" });
+    const lines = markdown.split("\n");
+    const cells = (line) => line.trim().replace(/^\|/, "").replace(/\|$/, "").split("|").map((c) => c.trim());
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i];
+      if (line.trim().startsWith("|") && i + 1 < lines.length && /^\s*\|[\s:|-]+\|\s*$/.test(lines[i + 1])) {
+        const table = el("table", { class: "table" });
+        const head = el("tr");
+        for (const c of cells(line)) head.append(el("th", { text: inlineMath(c) }));
+        table.append(el("thead", {}, head));
+        const body = el("tbody");
+        for (i += 2; i < lines.length && lines[i].trim().startsWith("|"); i++) {
+          const row = el("tr");
+          for (const c of cells(lines[i])) row.append(el("td", { text: inlineMath(c) }));
+          body.append(row);
+        }
+        i--;
+        table.append(body);
+        box.append(table);
+      } else if (line.trim()) {
+        box.append(el("p", { text: inlineMath(line) }));
+      }
+    }
+    return box;
+  }
+
   function renderOutputs(area, result) {
     area.replaceChildren();
     const typeset = [];
@@ -310,8 +353,12 @@
         const div = el("div", { class: "tmath-math", text: "\\[" + tex + "\\]" });
         area.append(div);
         typeset.push(div);
+      } else if (o.data && o.data["text/markdown"]) {
+        const block = markdownBlock(o.data["text/markdown"]);
+        area.append(block);
+        typeset.push(block);
       } else if (o.data) {
-        area.append(el("pre", { text: o.data["text/markdown"] || o.data["text/plain"] }));
+        area.append(el("pre", { text: o.data["text/plain"] }));
       }
     }
     if (result.error) area.append(el("pre", { class: "tmath-error", text: result.error }));
@@ -351,6 +398,12 @@
         cell.editor.rows = Math.min(40, cell.source.split("\n").length + 1);
         input.style.display = "none";
         input.after(cell.editor);
+        const stop = el("button", { type: "button", text: "停止", class: "tmath-stop" });
+        stop.onclick = () => {
+          stopWorker("已停止：网页里的 Python 重新开始，本页的变量已清空");
+          cell.status.textContent = "已停止，本页的变量已清空";
+        };
+        cell.stop = stop;
         const reset = el("button", { type: "button", text: "重新开始" });
         reset.onclick = async () => {
           await call("reset", { page: PAGE.page });
@@ -360,7 +413,7 @@
         cell.status = el("span", { class: "tmath-status" });
         cell.area = el("div", { class: "tmath-cell-output" });
         start.textContent = "运行";
-        bar.append(reset, cell.status);
+        bar.append(stop, reset, cell.status);
         bar.after(cell.area);
       }
       const t0 = performance.now();
@@ -388,6 +441,8 @@
       return runCellAt(cell, source === undefined ? cell.source : source);
     },
     reset: async () => { await call("reset", { page: PAGE.page }); ran = new Set(); },
+    stop: () => stopWorker("已停止"),
+    markdown: markdownBlock,
   };
   window.tmathCall = call;
 
