@@ -70,6 +70,9 @@ Scenarios (``name``: parameters):
                    ring world−1 times, merged with the online softmax; checks the output
                    against full attention (``causal`` or not).
 
+``"ddp"`` and ``"fsdp"`` also return ``"wchar"``: the bytes each rank wrote (``/proc/self/io``,
+gloo's sends included) during the measured micro-batches, ``None`` where it cannot be read.
+
 Keep the sizes tiny: the time goes into starting Python and importing torch.  One helper
 process imports torch once and forks the ranks (the caller never imports torch), the ranks
 meet through a file store in a fresh temporary directory (no port to collide with another
@@ -772,6 +775,19 @@ def _wchar() -> int:
     raise OSError("/proc/self/io has no wchar line")
 
 
+def _wchar_or_none() -> int | None:
+    try:
+        return _wchar()
+    except OSError:
+        return None
+
+
+def _wchar_since(before: int | None) -> int | None:
+    """Bytes written since ``before`` (a :func:`_wchar_or_none`), None without /proc/self/io."""
+    after = _wchar_or_none()
+    return None if before is None or after is None else after - before
+
+
 def _run_wire(ctx: _Ctx, numels: list[int], groups: list[int]) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
@@ -953,6 +969,7 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
     local = sum(p.to_local().numel() for p in model.parameters())
     # CommDebugMode's module tracker raises IndexError (_fw_set_module_hook) inside these
     # FSDP2-wrapped blocks in torch 2.13, so this scenario counts with the plain recorder
+    wrote = _wchar_or_none()
     with ctx.mode() as mode:
         for j in range(micro_batches):
             if accumulate_unsharded:  # FSDP2's no_sync: sync and reshard after the last only
@@ -963,13 +980,15 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
             out = model(data[r, j])
             ctx.phase = "backward"
             out.pow(2).sum().backward()
+    wrote = _wchar_since(wrote)
     err = 0.0
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         g = p.grad.to_local()
         rows = q.shape[0] // n
         want = q.grad[r * rows:(r + 1) * rows] / n  # FSDP averages over the group
         err = max(err, _close(g, want))
-    return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err}
+    return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err,
+            "wchar": wrote}
 
 
 def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
@@ -999,6 +1018,7 @@ def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int,
         seen.clear()
     import contextlib
 
+    wrote = _wchar_or_none()
     with ctx.mode() as mode:
         for j in range(micro_batches):
             sync = j == micro_batches - 1  # accumulate locally, all-reduce after the last
@@ -1007,12 +1027,13 @@ def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int,
                 out = ddp(data[r, j])
                 ctx.phase = "backward"
                 out.pow(2).sum().backward()
+    wrote = _wchar_since(wrote)
     err = 0.0
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         err = max(err, _close(p.grad, q.grad / n))  # DDP averages over the group
     return {"comm_counts": _counts(mode), "local_params": int(sum(p.numel() for p in
                                                                  model.parameters())),
-            "max_err_grad": err, "launched_before_first_block": seen[-1]}
+            "max_err_grad": err, "launched_before_first_block": seen[-1], "wchar": wrote}
 
 
 def _p2p(ops: list[tuple[str, Any, int]], group: Any = None) -> None:
