@@ -474,3 +474,28 @@ def test_fsdp2_on_gloo_writes_twice_what_ddp_writes_not_one_and_a_half(runs):
     for f, d in wrote:
         assert abs(f / d - 2) < 0.05, (f, d)
         assert abs(f / d - 1.5) > 0.4
+
+
+def test_without_proc_self_io_the_wire_scenario_says_so(monkeypatch):
+    """Where /proc/self/io cannot be read (not Linux), the ranks measure nothing and say why;
+    wire_bytes raises that reason rather than a KeyError.  The forked helper runs this
+    process's code, so the patched reader reaches the ranks."""
+    import torch  # noqa: F401
+
+    def unreadable() -> int:
+        raise OSError("no such file")
+
+    monkeypatch.delenv(dist.CACHE_ENV, raising=False)
+    monkeypatch.setattr(dist, "_wchar", unreadable)
+    res = dist.run([("wire", {"numels": [8], "groups": [2]})], world=2)
+    sc = res["scenarios"][0]
+    assert all(r["wire"] == [] and "/proc/self/io" in r["io_error"] for r in sc["ranks"])
+    with pytest.raises(RuntimeError, match="量不了网线上的字节"):
+        dist.wire_bytes(sc)
+
+
+def test_wire_sizes_are_checked_before_any_process_starts():
+    with pytest.raises(ValueError, match="groups"):
+        dist.run([("wire", {"groups": [5]})], world=4)
+    with pytest.raises(ValueError, match="整除"):
+        dist.run([("wire", {"numels": [6], "groups": [4]})], world=4)
