@@ -18,6 +18,15 @@ Scenarios (``name``: parameters):
 
 ``"collectives"``  all-reduce, all-gather, reduce-scatter, all-to-all and a ring of
                    send/recv on one fp32 array of ``numel`` elements; checks the values.
+``"wire"``         bytes on the wire, measured: each rank's ``wchar`` from ``/proc/self/io``
+                   (bytes its threads wrote, gloo's TCP sends included) read after a barrier,
+                   before and after one collective, for every kind of :data:`tmath.comm.KINDS`
+                   (send: a ring of send/recv) on fp32 arrays of each of ``numels`` elements,
+                   in groups of each of ``groups`` ranks (the first ranks of the world: a
+                   subgroup, in the same process group).  ``numel`` is the array the ring
+                   formula's V names (the gathered output of an all-gather, each rank's
+                   input otherwise).  Linux only: where ``/proc/self/io`` cannot be read the
+                   ranks run nothing and say why (``"io_error"``).  See :func:`wire_bytes`.
 ``"tp_block"``     a tiny Llama block (RMSNorm, GQA attention, gated MLP) split by DTensor's
                    ``parallelize_module`` with ``ColwiseParallel``/``RowwiseParallel``
                    (``sp=True`` adds ``SequenceParallel`` on the norms), forward and backward
@@ -61,6 +70,9 @@ Scenarios (``name``: parameters):
                    ring world−1 times, merged with the online softmax; checks the output
                    against full attention (``causal`` or not).
 
+``"ddp"`` and ``"fsdp"`` also return ``"wchar"``: the bytes each rank wrote (``/proc/self/io``,
+gloo's sends included) during the measured micro-batches, ``None`` where it cannot be read.
+
 Keep the sizes tiny: the time goes into starting Python and importing torch.  One helper
 process imports torch once and forks the ranks (the caller never imports torch), the ranks
 meet through a file store in a fresh temporary directory (no port to collide with another
@@ -82,7 +94,8 @@ from typing import Any
 
 from tmath import _cache
 
-__all__ = ["SCENARIOS", "CACHE_ENV", "run", "sent_bytes", "bytes_by_phase", "tiny_config", "TINY"]
+__all__ = ["SCENARIOS", "CACHE_ENV", "run", "sent_bytes", "bytes_by_phase", "wire_bytes",
+           "tiny_config", "TINY"]
 
 #: Environment variable naming a directory where :func:`run` keeps its results (tests only).
 CACHE_ENV = "TMATH_DIST_CACHE"
@@ -90,6 +103,7 @@ CACHE_ENV = "TMATH_DIST_CACHE"
 #: The scenarios :func:`run` knows, with their default parameters.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "collectives": {"numel": 240},
+    "wire": {"numels": [262144, 1048576], "groups": [2, 4]},
     "tp_block": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "sp": False,
                  "fused": True, "prepare_input": False, "recompute": "none", "early_stop": True},
     "ddp": {"d": 32, "heads": 8, "kv_heads": 4, "ffn": 64, "batch": 2, "seq": 8, "layers": 2,
@@ -182,6 +196,9 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     if not 2 <= world <= 8:
         raise ValueError(f"world={world}：进程数取 2 到 8（机器只有几个核）")
     spec = {"world": world, "timeout": float(timeout), "scenarios": _spec(scenarios)}
+    for s in spec["scenarios"]:
+        if s["name"] == "wire":
+            _check_wire(world, **s["params"])
     cached_path, hit = _cache.lookup(CACHE_ENV, _cache_key(world, spec["scenarios"]))
     if hit is not None:
         return {**hit, "cached": True}
@@ -217,6 +234,15 @@ def run(scenarios: Any, world: int = 4, timeout: float = 120.0) -> dict[str, Any
     if cached_path:
         _cache.store(cached_path, out)
     return out
+
+
+def _check_wire(world: int, numels: Any, groups: Any) -> None:
+    for k in groups:
+        if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= world:
+            raise ValueError(f"场景 wire 的 groups 里的 {k!r} 要是 2 到 world={world} 之间的整数")
+        for numel in numels:
+            if isinstance(numel, bool) or not isinstance(numel, int) or numel <= 0 or numel % k:
+                raise ValueError(f"场景 wire 的 numels 里的 {numel!r} 要是能被 {k} 整除的正整数")
 
 
 def _forks_helper() -> bool:
@@ -338,6 +364,32 @@ def bytes_by_phase(scenario: dict[str, Any], *, skip: tuple[str, ...] = ("setup"
             if rec["phase"] not in skip:
                 tot[rec["phase"]] = tot.get(rec["phase"], 0) + sent_bytes(rec)
         out.append(tot)
+    return out
+
+
+def wire_bytes(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a ``"wire"`` scenario: what each rank wrote, against the ring formula.
+
+    One row per group size, array size and kind: ``{"kind", "group", "nbytes" (V of
+    :func:`tmath.comm.bytes_sent`), "ring" (its bytes sent per rank), "measured" (each
+    member rank's ``wchar`` delta), "ratio" (the largest delta over the formula, a
+    Fraction)}``.  Raises ``RuntimeError`` with the ranks' reason where ``/proc/self/io``
+    could not be read (not Linux, or no I/O accounting in the kernel).
+    """
+    from tmath import comm
+
+    ranks = scenario["ranks"]
+    if any(r.get("io_error") for r in ranks):
+        raise RuntimeError("量不了网线上的字节：" + ranks[0]["io_error"])
+    rows: dict[tuple[str, int, int], list[int]] = {}
+    for r in ranks:
+        for m in r["wire"]:
+            rows.setdefault((m["kind"], m["group"], m["nbytes"]), []).append(m["wchar"])
+    out = []
+    for (kind, group, nbytes), measured in rows.items():
+        ring = comm.bytes_sent(kind, nbytes, group)
+        out.append({"kind": kind, "group": group, "nbytes": nbytes, "ring": ring,
+                    "measured": measured, "ratio": Fraction(max(measured)) / Fraction(ring)})
     return out
 
 
@@ -714,6 +766,72 @@ def _run_collectives(ctx: _Ctx, numel: int) -> dict[str, Any]:
     return {"ok": ok, "comm_counts": _counts(mode)}
 
 
+def _wchar() -> int:
+    """Bytes this process has written so far (all its threads): ``wchar`` of /proc/self/io."""
+    with open("/proc/self/io", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("wchar:"):
+                return int(line.split()[1])
+    raise OSError("/proc/self/io has no wchar line")
+
+
+def _wchar_or_none() -> int | None:
+    try:
+        return _wchar()
+    except OSError:
+        return None
+
+
+def _wchar_since(before: int | None) -> int | None:
+    """Bytes written since ``before`` (a :func:`_wchar_or_none`), None without /proc/self/io."""
+    after = _wchar_or_none()
+    return None if before is None or after is None else after - before
+
+
+def _run_wire(ctx: _Ctx, numels: list[int], groups: list[int]) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+
+    try:
+        _wchar()
+    except OSError as err:  # the same machine for every rank: all return here, none waits
+        return {"wire": [], "io_error": f"/proc/self/io 读不出（只有 Linux 有）：{err}"}
+    r = ctx.rank
+    out = []
+
+    def one(kind: str, numel: int, k: int, group: Any) -> None:
+        x = torch.ones(numel)
+        y = torch.empty(numel)
+        if kind == "all_reduce":
+            dist.all_reduce(x, group=group)
+        elif kind == "all_gather":  # V = the gathered output
+            dist.all_gather_into_tensor(y, x[:numel // k], group=group)
+        elif kind == "reduce_scatter":  # V = each rank's input
+            dist.reduce_scatter_tensor(y[:numel // k], x, group=group)
+        elif kind == "all_to_all":
+            dist.all_to_all_single(y, x, group=group)
+        else:  # a ring of send/recv: V sent to the next rank, V received from the previous
+            _p2p([("send", x, (r + 1) % k), ("recv", y, (r - 1) % k)], group)
+
+    kinds = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send")
+    for k in groups:
+        # every rank takes part in creating a subgroup; its members are ranks 0 .. k-1
+        group = None if k == ctx.world else dist.new_group(list(range(k)))
+        if r < k:
+            for kind in kinds:  # warm up: connections, first-call work, off the meter
+                one(kind, 4 * k, k, group)
+            for numel in numels:
+                for kind in kinds:
+                    dist.barrier(group=group)
+                    before = _wchar()
+                    one(kind, numel, k, group)
+                    after = _wchar()
+                    out.append({"kind": kind, "group": k, "nbytes": numel * 4,
+                                "wchar": after - before})
+        dist.barrier()
+    return {"wire": out}
+
+
 def _phase(ctx: _Ctx, name: str) -> Any:
     """A context manager that labels what runs inside it with phase ``name``."""
     import contextlib
@@ -851,6 +969,7 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
     local = sum(p.to_local().numel() for p in model.parameters())
     # CommDebugMode's module tracker raises IndexError (_fw_set_module_hook) inside these
     # FSDP2-wrapped blocks in torch 2.13, so this scenario counts with the plain recorder
+    wrote = _wchar_or_none()
     with ctx.mode() as mode:
         for j in range(micro_batches):
             if accumulate_unsharded:  # FSDP2's no_sync: sync and reshard after the last only
@@ -861,13 +980,15 @@ def _run_fsdp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int
             out = model(data[r, j])
             ctx.phase = "backward"
             out.pow(2).sum().backward()
+    wrote = _wchar_since(wrote)
     err = 0.0
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         g = p.grad.to_local()
         rows = q.shape[0] // n
         want = q.grad[r * rows:(r + 1) * rows] / n  # FSDP averages over the group
         err = max(err, _close(g, want))
-    return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err}
+    return {"comm_counts": _counts(mode), "local_params": int(local), "max_err_grad": err,
+            "wchar": wrote}
 
 
 def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int, seq: int,
@@ -897,6 +1018,7 @@ def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int,
         seen.clear()
     import contextlib
 
+    wrote = _wchar_or_none()
     with ctx.mode() as mode:
         for j in range(micro_batches):
             sync = j == micro_batches - 1  # accumulate locally, all-reduce after the last
@@ -905,21 +1027,22 @@ def _run_ddp(ctx: _Ctx, d: int, heads: int, kv_heads: int, ffn: int, batch: int,
                 out = ddp(data[r, j])
                 ctx.phase = "backward"
                 out.pow(2).sum().backward()
+    wrote = _wchar_since(wrote)
     err = 0.0
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         err = max(err, _close(p.grad, q.grad / n))  # DDP averages over the group
     return {"comm_counts": _counts(mode), "local_params": int(sum(p.numel() for p in
                                                                  model.parameters())),
-            "max_err_grad": err, "launched_before_first_block": seen[-1]}
+            "max_err_grad": err, "launched_before_first_block": seen[-1], "wchar": wrote}
 
 
-def _p2p(ops: list[tuple[str, Any, int]]) -> None:
+def _p2p(ops: list[tuple[str, Any, int]], group: Any = None) -> None:
     import torch.distributed as dist
 
     if not ops:
         return
     reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend if kind == "send" else dist.irecv,
-                                              t, peer) for kind, t, peer in ops])
+                                              t, peer, group) for kind, t, peer in ops])
     for q in reqs:
         q.wait()
 
@@ -1139,6 +1262,7 @@ def _run_ring_attention(ctx: _Ctx, batch: int, heads: int, kv_heads: int, head_d
 
 _RUNNERS = {
     "collectives": _run_collectives,
+    "wire": _run_wire,
     "tp_block": _run_tp_block,
     "ddp": _run_ddp,
     "fsdp": _run_fsdp,

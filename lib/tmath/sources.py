@@ -80,6 +80,8 @@ CITATIONS: dict[str, str] = {
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
     "patarasuk2009bandwidth": "Patarasuk、Yuan（2009）《带宽最优的 all-reduce》",
     "pytorch-fsdp2-docs": "PyTorch 文档《fully_shard（FSDP2）》",
+    "pytorch-gloo-reduce-scatter": "PyTorch 源码《c10d/ProcessGroupGloo.cpp：reduce_scatter》",
+    "linux-man-proc-pid-io": "Linux man-pages《proc_pid_io(5)》",
     "deepspeed-engine-no-sync": "DeepSpeed 源码《runtime/engine.py：no_sync》",
     "deepspeed-pr4713": "DeepSpeed 拉取请求 4713《BF16_Optimizer：支持 bf16 梯度累积》",
     "nccl-tests-performance": "NVIDIA《nccl-tests：PERFORMANCE.md》",
@@ -747,6 +749,24 @@ register("deepspeed-pr4713", "DeepSpeed pull request 4713, 'BF16_Optimizer: add 
          "bf16 grad acc'", "https://github.com/microsoft/DeepSpeed/pull/4713",
          "'the default accumulation data type is fp32'; \"data_types\": {\"grad_accum_dtype\": "
          "\"bf16\"} accumulates in bf16 instead.")
+register(
+    "pytorch-gloo-reduce-scatter",
+    "PyTorch source, torch/csrc/distributed/c10d/ProcessGroupGloo.cpp: "
+    "ProcessGroupGloo::reduce_scatter_tensor_coalesced (commit c194358a)",
+    "https://github.com/pytorch/pytorch/blob/c194358a8ee425df52e5d940e34ba878d82d433c/"
+    "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp",
+    "_reduce_scatter_base calls reduce_scatter_tensor_coalesced, which does "
+    "'buffers.push_back(inputTensors[i].clone());', then 'works.push_back(allreduce(inp));' "
+    "on each buffer, and on wait 'outputTensors[i].copy_(buffers[i].chunk(worldSize)[rank]);': "
+    "an all-reduce of a copy of the whole input, one chunk kept.",
+)
+register(
+    "linux-man-proc-pid-io",
+    "Linux man-pages 6.16, proc_pid_io(5): /proc/pid/io - I/O statistics",
+    "https://man7.org/linux/man-pages/man5/proc_pid_io.5.html",
+    "'wchar: characters written. The number of bytes returned by successful write(2) and "
+    "similar system calls.'",
+)
 register("nccl-tests-performance", "NVIDIA nccl-tests, doc/PERFORMANCE.md: Performance "
          "reported by NCCL tests", "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
          "algbw = S/t; bus bandwidth = algbw x 2(n-1)/n for AllReduce, x (n-1)/n for "
