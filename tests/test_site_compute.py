@@ -501,8 +501,8 @@ def test_no_request_left_the_site(page):
 
 def test_a_cell_that_never_ends_can_be_stopped(page):
     """A reader's endless loop holds the worker; 停止 ends it, and the next computation runs."""
-    page.evaluate("window.loop = tmathCall('cell', {page: 'loop', source: 'while True: pass'})"
-                  ".catch(e => String(e.message))")
+    page.evaluate("() => { window.loop = tmathCall('cell', {page: 'loop', source: 'while True: pass'})"
+                  ".catch(e => String(e.message)); }")  # not awaited: it never ends
     page.wait_for_timeout(300)
     page.evaluate("tmathCells.stop()")
     assert page.evaluate("window.loop") == "已停止"
