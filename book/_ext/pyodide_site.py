@@ -204,19 +204,27 @@ class ModuleTable:
         self._units[key] = reason
         return reason
 
+    def import_missing(self, node: ast.AST) -> str | None:
+        """Why the import statement ``node`` cannot run in the page (None: it can, or ``node``
+        imports nothing)."""
+        if isinstance(node, ast.Import):
+            return next((why for a in node.names if (why := self.missing(a.name))), None)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "IPython.display" and not {a.name for a in node.names} <= SHIM_DISPLAY:
+                return "IPython"
+            for a in node.names:
+                why = self.unit_missing(node.module, a.name) if node.module.startswith("tmath") \
+                    else self.missing(node.module)
+                if why:
+                    return why
+        return None
+
     def _node_missing(self, module: str, node: ast.AST, bound: dict, defs: dict) -> str | None:
         for n in ast.walk(node):
-            if isinstance(n, ast.Import):
-                for a in n.names:
-                    why = self.missing(a.name)
-                    if why:
-                        return why
-            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
-                for a in n.names:
-                    why = self.unit_missing(n.module, a.name) if n.module.startswith("tmath") \
-                        else self.missing(n.module)
-                    if why:
-                        return why
+            if isinstance(n, ast.Import | ast.ImportFrom):
+                why = self.import_missing(n)
+                if why:
+                    return why
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 if n.id in defs and defs[n.id] is not node:
                     why = self.unit_missing(module, n.id)
@@ -323,19 +331,10 @@ def _statement_missing(stmt: ast.stmt, table: ModuleTable, unavailable: dict[str
     """Why ``stmt`` cannot run in the page (None if it can), given the names earlier statements
     left unavailable and what the cells' imports bound (``refs``)."""
     for node in ast.walk(stmt):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                why = table.missing(a.name)
-                if why:
-                    return why
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "IPython.display" and not {a.name for a in node.names} <= SHIM_DISPLAY:
-                return "IPython"
-            for a in node.names:
-                why = table.unit_missing(node.module, a.name) if node.module.startswith("tmath") \
-                    else table.missing(node.module)
-                if why:
-                    return why
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            why = table.import_missing(node)
+            if why:
+                return why
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             ref = refs.get(node.value.id)
             if ref and ref[0].startswith("tmath"):  # tmath.f, fmt.sci: that function's needs
