@@ -420,12 +420,15 @@ def render_text(led: dict[str, Any]) -> str:
     ]
     if d.get("experts_read_per_moe_layer") is not None:
         rows.append(("每个 MoE 层读取的路由专家", f"{d['experts_read_per_moe_layer']:,.2f}"))
+    def g4(x: float) -> str:  # 4 significant digits, as a textbook writes a large one
+        return f"{x:.4g}" if 1e-3 <= abs(x) < 1e4 else sci(x)
+
     rows += [
-        ("峰值算力下的一个训练步（只计 FLOPs，不判显存）", ""),
-        (f"{s['tp']}×{s['gpu']} 上的时间", f"{led['step_time_at_peak_s']:.4g} s"),
+        ("峰值算力下的一个训练步（全量注意力，不判显存）", ""),
+        (f"{s['tp']}×{s['gpu']} 上的时间", f"{g4(led['step_time_at_peak_s'])} s"),
     ]
     if led["step_energy_at_peak_j"] is not None:
-        rows.append(("能耗（按 TDP，PUE 1）", f"{led['step_energy_at_peak_j']:.4g} J"))
+        rows.append(("能耗（按 TDP，PUE 1）", f"{g4(led['step_energy_at_peak_j'])} J"))
     checked = "" if tm["activation_checked"] else f"；{m['model_type']} 按通用块估算，未与实测核对"
     notes = [f"激活：{tm['activation_convention_zh']}（bf16 激活、融合算子{checked}）"]
     if s.get("seq_len_source") == "default":
