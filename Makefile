@@ -9,6 +9,7 @@
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab (installed on first use: requirements-lab.txt)
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
+#   make answer-hashes after changing an exercise's key: re-hash it in lib/tmath/answer_keys/hashes.json
 #   make clean         remove build outputs (keeps .venv)
 
 SHELL := /bin/bash
@@ -32,7 +33,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # torch and transformers from source again: importing SymPy takes 2.2 s instead of 0.3 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells
+.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells answer-hashes
 
 # The venv, with pip 26.3: put in by the system's pip where it has one (pip --python, 22.3+),
 # 4 s less than ensurepip's bundled pip and setuptools followed by an upgrade; else that way.
@@ -151,6 +152,12 @@ setup-cells: $(TEST_STAMP) $(LAB_STAMP)
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace $(IPC_KERNEL)=$$k/kernel "$$nb" 2>/dev/null \
 	    || exit 1; rm -rf "$$k"; \
 	done
+
+# The practice keys' slow hashes (tmath.exercises.KDF_ITERATIONS, about 1.3 s each) are stored
+# in the repository, so that a build does not spend minutes of CPU on them; this re-hashes the
+# keys that changed (tests/test_exercises.py fails until it has run).
+answer-hashes: $(STAMP)
+	env -u TMATH_KDF_ITERATIONS $(BIN)/python -m tmath.exercises
 
 clean:
 	rm -rf _build
