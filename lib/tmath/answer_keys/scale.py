@@ -136,7 +136,8 @@ def _together_3() -> float:
 @answer("ex-together-4", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _together_4() -> float:
     """Smallest batch whose bf16 hidden states make one 8-GPU NVLink all-reduce's bandwidth
-    term exceed its latency term under NCCL's LL protocol: B > n alpha W / (D b)."""
+    term exceed its latency term under NCCL's LL protocol: B > n alpha W / (D b), W = LL's
+    bus bandwidth min(llMaxBw, 0.5 x NCCL's effective NVLink bandwidth)."""
     import math
 
     from tmath import preset
@@ -144,7 +145,7 @@ def _together_4() -> float:
     from tmath.hardware import link
 
     lk, d, ll = link("NVLink4"), preset("llama3-70b").hidden_size, PROTOCOLS["LL"]
-    alpha, w = lk.step_latency[ll.index], lk.bandwidth * ll.efficiency
+    alpha, w = lk.step_latency[ll.index], ll.bus_bandwidth(lk.bandwidth, intra=lk)
     return math.floor(8 * alpha * w / (d * 2)) + 1
 
 
