@@ -78,6 +78,7 @@ CITATIONS: dict[str, str] = {
     "nccl-topo": "NVIDIA《NCCL v2.27.7-1 源码：graph/topo.h、topo.cc》",
     "nccl-search": "NVIDIA《NCCL v2.27.7-1 源码：graph/search.cc》",
     "nccl-tests-issue-212": "NVIDIA《nccl-tests issue 212：H100 的 all-reduce 性能》",
+    "vllm-custom-allreduce": "vLLM《源码：csrc/custom_all_reduce.cuh》",
     "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
     "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
@@ -689,6 +690,17 @@ register(
     "'450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective "
     "NVLink bandwidth of 370GB/s ... Now allreduce uses NVLink SHARP by default ... On 8 GPUs, "
     "you should reach a peak busBw of ~480GB/s (algbw ~275GB/s).'",
+)
+register(
+    "vllm-custom-allreduce",
+    "vLLM source, csrc/custom_all_reduce.cuh: the custom all-reduce kernels "
+    "(cross_device_reduce_1stage, cross_device_reduce_2stage)",
+    "https://github.com/vllm-project/vllm/blob/036bb685581dbedcd6cf7fc845fe87268c7d1191/"
+    "csrc/custom_all_reduce.cuh",
+    "One-stage kernel: a start flag written to every other rank ('Latency = 1 p2p write'), then "
+    "each rank reads every rank's registered buffer and sums it locally; no ring of 2(n-1) "
+    "steps.  The two-stage kernel is a reduce-scatter then an all-gather over the same "
+    "peer-to-peer reads.",
 )
 register(
     "nccl-issue-812",
