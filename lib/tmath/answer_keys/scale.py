@@ -5,7 +5,8 @@ Conventions: counts (micro-batches, tokens, sequences) are exact integers (``abs
 quantities a student rounds (GB, ms, expected copies, tokens of a threshold) get
 ``rel_tol=0.01``; percentages are in percentage points with an absolute tolerance.
 GB means 10^9 bytes.  Hardware from :mod:`tmath.hardware` (H100: 989 TFLOP/s bf16, 3.35 TB/s;
-NVLink 4 450 GB/s and 0.6 us per step; InfiniBand NDR 50 GB/s per direction).
+NVLink 4 at NCCL's effective 370.8 GB/s per direction, LL 0.6 us per step at
+min(141 GB/s, half of it); InfiniBand NDR at NCCL's 48 GB/s per direction; NCCL v2.27.7-1).
 """
 
 from __future__ import annotations
