@@ -155,3 +155,14 @@ def test_step_time_is_an_estimate_not_a_bound():
     assert "合计（上界）" not in text and "：上界" not in text
     assert "峰值算力，不重叠" in text and "计算按峰值" in text
     assert any("不是上界也不是下界" in c for c in solo["conventions_zh"])
+
+
+def test_conventions_name_the_nccl_tag_and_the_effective_bandwidth():
+    # the text is typed in plan.CONVENTIONS_ZH: it must follow the library's constants
+    from tmath.hardware import link
+    from tmath.plan import CONVENTIONS_ZH
+
+    step = next(c for c in CONVENTIONS_ZH if c.startswith("步时"))
+    nv = link("NVLink4")
+    assert comm.NCCL_VERSION in step
+    assert f"{nv.bandwidth / 1e9:g} GB/s" in step and f"线速 {nv.ceiling / 1e9:g} GB/s" in step
