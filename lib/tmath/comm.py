@@ -60,7 +60,8 @@ member per node: "with ppn=1 latencies are fully exposed"), and the others pay a
 NCCL's network overhead (1 µs a step, 3 µs with Simple; Intel CPUs).  Left out: the
 per-channel caps of LL128 (36.7 GB/s a channel on Hopper: they bind below 10 channels), the
 "plateau" factor 1.4 on a multi-node Simple all-reduce's latency, the network's own latency
-from the NIC plugin, and every algorithm but the ring: tree, PAT, CollNet and NVLS (NVLink
+from the NIC plugin, LL128 being enabled by default only over NVLink-class paths (the model
+offers it on PCIe too), and every algorithm but the ring: tree, PAT, CollNet and NVLS (NVLink
 SHARP, which an H100 node's all-reduce uses by default, with a bus bandwidth the ring cannot
 reach; nccl-tests issue 212).
 
