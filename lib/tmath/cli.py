@@ -215,13 +215,13 @@ def _ledger(args: argparse.Namespace) -> str:
 def _hardware_table() -> str:
     from tmath.hardware import HARDWARE
 
-    lines = []
+    lines, width = [], max(len(name) for name in HARDWARE)
     for h in HARDWARE.values():
         tdp = f"{h.tdp_watts:g} W" if h.tdp_watts else "未公布"
         smi = (f"  （nvidia-smi：{h.runtime_total_bytes / 2**20:,.0f} MiB）"
                if h.runtime_total_bytes else "")
         lines.append(
-            f"{h.name:<7} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
+            f"{h.name:<{width}} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
             f"{h.hbm_bytes / 2**30:5.0f} GiB  {h.hbm_bandwidth / 1e12:5.3f} TB/s  {tdp:>6}  "
             f"[{h.source}]" + smi
         )
