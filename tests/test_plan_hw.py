@@ -211,3 +211,35 @@ def test_build_plan_refuses_a_bad_figure_by_name():
         with pytest.raises(LayoutError) as e:
             build_plan(cfg, **kw)
         assert e.value.field == field
+
+
+# --- any chip in the ledger too: peak FLOP/s and HBM bandwidth ----------------------------------
+
+def ledger_json(capsys, *argv):
+    code = main(["ledger", "--preset", "llama3-8b", "--seq-len", "2048", *argv, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_the_ledger_takes_a_chips_peak_and_hbm_bandwidth(capsys):
+    h100 = ledger_json(capsys)
+    mine = ledger_json(capsys, "--peak-tflops", "494.5", "--hbm-tbs", "1")
+    assert mine["settings"]["gpu"] == "H100（自定）"
+    # half the peak: twice the training step at peak
+    assert mine["step_time_at_peak_s"] == pytest.approx(2 * h100["step_time_at_peak_s"])
+    # decode reads the same bytes at 1 TB/s instead of 3.35
+    d = mine["decode"]
+    assert d["bandwidth_bytes_per_s"] == 1e12
+    assert d["step_seconds"] == pytest.approx(d["bytes_per_gpu"] / 1e12)
+    assert d["bytes_per_gpu"] == h100["decode"]["bytes_per_gpu"]
+
+
+@pytest.mark.parametrize("flag, value", [("--peak-tflops", "0"), ("--peak-tflops", "inf"),
+                                         ("--hbm-tbs", "-3"), ("--hbm-tbs", "nan"),
+                                         ("--hbm-tbs", "1e9"), ("--hbm-tbs", "fast")])
+def test_the_ledger_refuses_a_bad_chip_figure_by_flag(capsys, flag, value):
+    code = main(["ledger", "--preset", "llama3-8b", flag, value])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("tmath: 错误：") and flag in err and "Traceback" not in err
