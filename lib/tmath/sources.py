@@ -132,6 +132,7 @@ CITATIONS: dict[str, str] = {
     "firoozshahian2023mtia": "Firoozshahian 等（2023）《MTIA: First Generation Silicon》",
     "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
     "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
+    "deepseek2025profiledata": "DeepSeek-AI（2025）《Profiling Data in DeepSeek Infra》",
     "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
     "deepseek2024v2": "DeepSeek-AI（2024）《DeepSeek-V2》",
     "mistral2023mixtralblog": "Mistral AI《Mixtral of experts》公告（2023）",
@@ -603,6 +604,18 @@ register(
     "H800 GPU hours: pre-training 2,664K, context extension 119K, post-training 5K, "
     "total 2,788K ($5.576M at $2 per GPU hour); 180K H800 GPU hours per trillion "
     "tokens (3.7 days on 2,048 H800 GPUs); 14.8T pre-training tokens.",
+)
+
+register(
+    "deepseek2025profiledata",
+    "DeepSeek-AI, Profiling Data in DeepSeek Infra (README of deepseek-ai/profile-data), "
+    "Training: 'a pair of individual forward and backward chunks in DualPipe. Each chunk "
+    "contains 4 MoE (Mixture of Experts) layers. The parallel configuration aligns with "
+    "DeepSeek-V3 pretraining settings: EP64, TP1 with 4K sequence length.'",
+    "https://github.com/deepseek-ai/profile-data",
+    "The only published figure for the layers a DeepSeek-V3 pipeline stage holds: 4 MoE "
+    "layers a chunk. How the 61 layers (3 dense) and the MTP module fall on the first and "
+    "last of the 16 stages is not published.",
 )
 
 # --- MoE / memory / cheat-sheet chapters (book/ledger/moe-deepseek, memory, cheatsheet) ---
