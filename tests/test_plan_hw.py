@@ -153,6 +153,10 @@ def test_a_tpu_group_larger_than_a_pod_crosses_the_dcn(capsys):
     assert dp["seconds_each"] > 1.3 * flat
     # inside one pod nothing changes: tp and cp ride ICI
     assert {c["link"] for c in p["collectives"] if c["axis"] != "dp"} == {"ICI-v5e"}
+    # and the text names the model it priced them with (not NCCL's, on a TPU)
+    assert p["hardware"]["comm_model"] == "alpha-beta"
+    code, out, _ = run(capsys, *argv[:-1])
+    assert "通信（α–β 模型，不重叠）" in out and "NCCL" not in out.split("约定：")[0]
 
 
 def test_a_tpu_group_inside_a_pod_stays_on_ici(capsys):

@@ -512,7 +512,9 @@ def build_plan(
                      "gpus_per_node": lay.gpus_per_node,
                      "intra_link": {"name": lk_intra.name, "bandwidth": lk_intra.bandwidth},
                      "inter_link": {"name": lk_inter.name, "bandwidth": lk_inter.bandwidth},
-                     "custom": sorted(custom)},
+                     "custom": sorted(custom),
+                     # NCCL's cost model on GPU links; the plain α–β model on TPU ICI and DCN
+                     "comm_model": "alpha-beta" if lk_intra.step_latency is None else "nccl"},
         "hbm_bytes_per_gpu": cap,
         "workspace_bytes_per_gpu": work,
         "worst_stage": worst["stage"],
@@ -655,7 +657,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         "一个优化器步的时间估计：",
         f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
         f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
-        f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
+        f"  通信（{'NCCL 模型' if plan['hardware']['comm_model'] == 'nccl' else 'α–β 模型'}，不重叠）   "
+        f"{sum(plan['comm_time_s'].values()):.4g} s",
         f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
         f"  由此的 MFU                  {plan['mfu']:.1%}"
