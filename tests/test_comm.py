@@ -132,15 +132,23 @@ def test_no_module_imports_back_up():
 
 def test_links_are_per_direction_and_cited():
     links = hardware.LINKS
-    assert set(links) == {"NVLink4", "NVLink5", "PCIe5x16", "IB-NDR", "ICI-v5e"}
+    assert set(links) == {"NVLink4", "NVLink5", "PCIe5x16", "IB-NDR", "ICI-v5e",
+                          # issue 32, item 11 (tests/test_plan_hw.py checks their figures)
+                          "NVLink3", "NVLink-H800", "IB-HDR", "ICI-v4", "ICI-v5p", "ICI-v6e",
+                          "DCN-v4", "DCN-v5e", "DCN-v5p", "DCN-v6e"}
     # the line rates (the ceilings); the bandwidths the model uses are NCCL's, tested below
     assert links["NVLink4"].ceiling == 450e9 and links["NVLink4"].bidirectional == 900e9
     assert links["NVLink5"].ceiling == 900e9
+    assert links["NVLink3"].ceiling == 300e9 and links["NVLink3"].bandwidth == 12 * 20.0e9
     assert links["PCIe5x16"].ceiling == 64e9
     assert links["IB-NDR"].ceiling == 400e9 / 8  # 400 Gb/s a port
+    assert links["IB-HDR"].ceiling == 200e9 / 8 and links["IB-HDR"].bandwidth == 24e9
     assert links["ICI-v5e"].bandwidth * 2 * 4 == 400e9  # 4 ports, 400 GB/s both ways per chip
+    # H800's NVLink: the DeepSeek-V3 report's 160 GB/s, under NVIDIA's 400 GB/s both ways
+    assert links["NVLink-H800"].bandwidth == 160e9 and links["NVLink-H800"].bidirectional == 400e9
     for lk in links.values():
         assert lk.bidirectional == 2 * lk.ceiling
+        assert lk.bandwidth <= lk.ceiling
         assert lk.effective_source is None or lk.effective_source in SOURCES
         assert lk.topology in comm.TOPOLOGIES
         assert lk.source in SOURCES

@@ -85,6 +85,16 @@ _TABLE = [
     Hardware("H800", 989e12, 1979e12, 80 * GiB, 3.35e12, 700.0, 400e9, 2023, "bf16", "nvidia-h800-product"),
     Hardware("H200", 989e12, 1979e12, 141 * GiB, 4.8e12, 700.0, 900e9, 2024, "bf16", "nvidia-h200-datasheet"),
     Hardware("TPUv5e", 197e12, None, 16 * GiB, 819e9, None, 400e9, 2023, "bf16", "google-tpu-v5e"),
+    # added for Part V's planner (issue 32, item 11); each figure from the source named
+    Hardware("A100-40GB", 312e12, None, 40 * GiB, 1555e9, 400.0, 600e9, 2020, "bf16",
+             "nvidia-a100-datasheet"),
+    Hardware("B200", 2.25e15, 4.5e15, 180 * GiB, 8e12, None, 1800e9, 2024, "bf16",
+             "nvidia-dgx-b200-datasheet"),
+    Hardware("TPUv4", 275e12, None, 32 * GiB, 1200e9, None, 540e9, 2021, "bf16", "google-tpu-v4"),
+    # v5p: Google prints an FP8 peak equal to bf16's (459 TFLOP/s), no faster path: None
+    Hardware("TPUv5p", 459e12, None, 95 * GiB, 2765e9, None, 1200e9, 2023, "bf16",
+             "google-tpu-v5p"),
+    Hardware("TPUv6e", 918e12, None, 32 * GiB, 1638e9, None, 800e9, 2024, "bf16", "google-tpu-v6e"),
 ]
 
 #: Meta's MTIA v1 (announced 2023): an inference accelerator for recommendation models, kept
@@ -97,7 +107,13 @@ MTIA_V1_TDP_WATTS = 25.0
 MTIA_V1_SOURCE = "meta2023mtia"
 
 #: name -> :class:`Hardware`.  Names: V100 (SXM2 32GB), A100 (SXM 80GB),
-#: H100 (SXM 80GB), H800 (SXM), H200 (SXM 141GB), TPUv5e.
+#: H100 (SXM 80GB), H800 (SXM), H200 (SXM 141GB), TPUv5e, A100-40GB (SXM 40GB), B200 (SXM,
+#: as in DGX B200), TPUv4 (the scaling book's "v4p"), TPUv5p, TPUv6e (Trillium).
+#: B200's ``dense_flops``/``fp8_flops`` are half the DGX B200 datasheet's sparse FP8 figure per
+#: GPU (72 PFLOPS / 8 = 9 PFLOPS sparse, 4.5 dense; bf16 half of fp8); its TDP is left
+#: ``None`` (the datasheet gives the system's power, not the GPU's).  TPU v4's
+#: ``interconnect_bandwidth`` is 6 ICI links x 45 GB/s x 2 directions (the scaling book's
+#: per-link figure; Google's v4 page prints no ICI bandwidth per chip).
 HARDWARE: dict[str, Hardware] = {h.name: h for h in _TABLE}
 
 _ALIASES = {
@@ -113,6 +129,20 @@ _ALIASES = {
     "h200-sxm": "H200",
     "tpu-v5e": "TPUv5e",
     "v5e": "TPUv5e",
+    "a100-80gb-sxm": "A100",
+    "a100-40gb": "A100-40GB",
+    "a100-sxm-40gb": "A100-40GB",
+    "b200-sxm": "B200",
+    "tpu-v4": "TPUv4",
+    "tpuv4p": "TPUv4",
+    "tpu-v4p": "TPUv4",
+    "v4": "TPUv4",
+    "v4p": "TPUv4",
+    "tpu-v5p": "TPUv5p",
+    "v5p": "TPUv5p",
+    "tpu-v6e": "TPUv6e",
+    "v6e": "TPUv6e",
+    "trillium": "TPUv6e",
 }
 
 
@@ -237,6 +267,60 @@ _LINK_TABLE = [
          "Per port: 400 GB/s bidirectional per chip / 4 ports / 2 directions. alpha: an "
          "assumed 1 us per hop (Google publishes no ICI latency); it only matters for small "
          "messages."),
+    # added for Part V's planner (issue 32, item 11)
+    Link("NVLink3", 12 * 20.0e9, 600e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
+         "每张 A100：12 条 NVLink，每条每方向线速 25 GB/s，NCCL 按有效 20.0 GB/s 计",
+         "nvidia-a100-datasheet", "nccl-tuning",
+         "A100 SXM datasheet: NVLink 600 GB/s (both directions), 300 GB/s each way line rate; "
+         "NCCL's topology model: 12 x 20.0 (SM80_NVLINK_BW) = 240 GB/s.", _NVLINK_LAT,
+         line_rate=300e9, effective_source="nccl-topo", ll_max_bw=87.7e9),
+    Link("NVLink-H800", 160e9, 400e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
+         "每张 H800：DeepSeek-V3 报告给出的 NVLink 带宽 160 GB/s", "deepseek2024v3report",
+         "nccl-tuning",
+         "DeepSeek-V3 report, sec. 3.2.2: 'NVLink offers a bandwidth of 160 GB/s, roughly 3.2 "
+         "times that of IB (50 GB/s)' (H800 cluster, sec. 3.1). NVIDIA's H800 page prints "
+         "400 GB/s for both directions (nvidia-h800-product), 200 GB/s each way: the report's "
+         "160 GB/s is the bandwidth its kernels plan with, below that line rate (NCCL's model "
+         "would give its 8 links 8 x 20.6 = 164.8 GB/s).", _NVLINK_LAT, line_rate=200e9,
+         effective_source="deepseek2024v3report", ll_max_bw=141e9),
+    Link("IB-HDR", 24e9, 50e9, _NET_LAT[2], True, "switch", "跨节点（InfiniBand）",
+         "每个 HDR 端口线速 200 Gb/s（每方向 25 GB/s），NCCL 的环每卡最多 24 GB/s；"
+         "DGX A100 每节点 8 个 ConnectX-6 端口，每张 GPU 一个",
+         "nvidia-dgx-a100-guide", "nccl-tuning",
+         "Assumes a full-bisection (non-blocking) fat tree, one NIC per GPU, as IB-NDR. 24 GB/s: "
+         "the largest speed of NCCL's speedArrayInter (pre-Hopper) under the NIC's 25 GB/s.",
+         _NET_LAT, line_rate=25e9, effective_source="nccl-search"),
+    Link("ICI-v4", 45e9, 90e9, 1.0e-6, False, "ring", "芯片间（ICI，三维环面）",
+         "每个 ICI 端口；每颗 v4 6 个端口", "austin2025scalingbook", None,
+         "The scaling book's 4.5e10 bytes/s per link one way (Google's v4 page gives no ICI "
+         "figure). alpha: an assumed 1 us per hop, as ICI-v5e."),
+    Link("ICI-v5p", 100e9, 200e9, 1.0e-6, False, "ring", "芯片间（ICI，三维环面）",
+         "每个 ICI 端口；每颗 v5p 6 个端口，共 1,200 GB/s（两个方向之和）", "google-tpu-v5p", None,
+         "Per port: 1,200 GBps bidirectional per chip / 6 ports / 2 directions. alpha: an "
+         "assumed 1 us per hop, as ICI-v5e."),
+    Link("ICI-v6e", 100e9, 200e9, 1.0e-6, False, "ring", "芯片间（ICI，二维环面）",
+         "每个 ICI 端口；每颗 v6e 4 个端口，共 800 GB/s（两个方向之和）", "google-tpu-v6e", None,
+         "Per port: 800 GBps bidirectional per chip / 4 ports / 2 directions. alpha: an "
+         "assumed 1 us per hop, as ICI-v5e."),
+    # the data-centre network (DCN) between TPU slices: each chip's share of its host's NICs
+    Link("DCN-v4", 6.25e9, 12.5e9, 10e-6, False, "switch", "跨 pod（数据中心网络 DCN）",
+         "每颗芯片分到的主机网卡带宽：每台主机约 25 GB/s、4 颗芯片", "austin2025scalingbook", None,
+         "The scaling book's 'DCN bandwidth is typically around 2.5e10 bytes/second per host', "
+         "a v4 host holding 4 chips (2x2x1). alpha: an assumed 10 us per step (Google publishes "
+         "no DCN latency)."),
+    Link("DCN-v5e", 3.125e9, 6.25e9, 10e-6, False, "switch", "跨 pod（数据中心网络 DCN）",
+         "每颗芯片分到的主机网卡带宽：每台主机 2 × 100 Gb/s、8 颗芯片", "google-tpu-v5e", None,
+         "6.4 Tbps per pod / 256 chips = 25 Gb/s = 3.125 GB/s per chip and direction (2 x 100 "
+         "Gbps NICs per host of 8 chips). alpha: an assumed 10 us per step (Google publishes no "
+         "DCN latency)."),
+    Link("DCN-v5p", 6.25e9, 12.5e9, 10e-6, False, "switch", "跨 slice（数据中心网络 DCN）",
+         "每颗芯片 50 Gb/s", "google-tpu-v5p", None,
+         "DCN 50 Gbps per chip = 6.25 GB/s per direction. alpha: an assumed 10 us per step "
+         "(Google publishes no DCN latency)."),
+    Link("DCN-v6e", 12.5e9, 25e9, 10e-6, False, "switch", "跨 pod（数据中心网络 DCN）",
+         "每颗芯片分到的主机网卡带宽：每台主机 4 × 200 Gb/s、8 颗芯片", "google-tpu-v6e", None,
+         "25.6 Tbps per pod / 256 chips = 100 Gb/s = 12.5 GB/s per chip and direction. alpha: "
+         "an assumed 10 us per step (Google publishes no DCN latency)."),
 ]
 
 #: name -> :class:`Link`.
@@ -255,11 +339,23 @@ class Node:
 
 
 #: GPU name -> its usual node: DGX/HGX H100 and H200 (8 GPUs on NVSwitch, one NDR port each);
-#: a TPU v5e pod (256 chips on the ICI torus).
+#: DGX A100 (NVLink 3, one HDR port each); DGX B200 (NVLink 5, one NDR port each); DeepSeek's
+#: H800 nodes (8 GPUs, NVLink at 160 GB/s, IB at 50 GB/s: the DeepSeek-V3 report, sec. 3.1 and
+#: 3.2.2).  For a TPU the "node" is the largest group of chips on one ICI torus -- a pod
+#: (v5e, v6e: 256 chips; v4: 4,096) or, for v5p, the largest slice a job may have (6,144 of the
+#: pod's 8,960 chips) -- and ``inter`` is the data-centre network (DCN) between pods, each
+#: chip with its share of its host's NICs.  A group larger than that crosses the DCN.
 NODES: dict[str, Node] = {
     "H100": Node(8, "NVLink4", "IB-NDR", "nvidia-dgx-basepod"),
     "H200": Node(8, "NVLink4", "IB-NDR", "nvidia-dgx-basepod"),
-    "TPUv5e": Node(256, "ICI-v5e", "ICI-v5e", "google-tpu-v5e"),
+    "TPUv5e": Node(256, "ICI-v5e", "DCN-v5e", "google-tpu-v5e"),
+    "A100": Node(8, "NVLink3", "IB-HDR", "nvidia-dgx-a100-guide"),
+    "A100-40GB": Node(8, "NVLink3", "IB-HDR", "nvidia-dgx-a100-guide"),
+    "H800": Node(8, "NVLink-H800", "IB-NDR", "deepseek2024v3report"),
+    "B200": Node(8, "NVLink5", "IB-NDR", "nvidia-dgx-b200-guide"),
+    "TPUv4": Node(4096, "ICI-v4", "DCN-v4", "google-tpu-v4"),
+    "TPUv5p": Node(6144, "ICI-v5p", "DCN-v5p", "google-tpu-v5p"),
+    "TPUv6e": Node(256, "ICI-v6e", "DCN-v6e", "google-tpu-v6e"),
 }
 
 

@@ -115,6 +115,7 @@ __all__ = [
     "Layout",
     "build_layout",
     "kv_share_per_gpu",
+    "parse_stage_layers",
 ]
 
 
@@ -802,8 +803,60 @@ class Layout:
         return replace(self, stage=_rank("stage", stage, self.pp))
 
 
-def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None) -> tuple[int, ...]:
+#: Most entries a ``stage_layers`` list may have (the pipeline bound of ``tmath plan``).
+MAX_STAGES = 10_000
+
+
+def parse_stage_layers(text: Any) -> tuple[int, ...]:
+    """Layers per pipeline stage from the command line's ``--stage-layers``: comma-separated
+    counts, ``a*n`` repeating ``a`` n times (DeepSeek-V3's 61 layers over 16 stages, say,
+    ``"3,4*14,2"``).  At most :data:`MAX_STAGES` entries, counted before any list is built."""
+    if not isinstance(text, str):
+        raise LayoutError(f"stage_layers 必须是形如 \"3,4*14,2\" 的字符串，收到 {type(text).__name__}",
+                          "stage_layers")
+    if len(text) > 100_000:
+        raise LayoutError(f"stage_layers 太长（{len(text):,} 个字符）：每段层数用逗号隔开，"
+                          "重复的写成 层数*段数，如 3,4*14,2", "stage_layers")
+    parts, total = [], 0
+    for item in text.split(","):
+        item = item.strip()
+        count, _, times = item.partition("*")
+        try:
+            a, k = int(count.strip()), int(times.strip()) if times else 1
+        except ValueError:
+            raise LayoutError(f"stage_layers 里的 {item[:40]!r} 不是层数：每段层数用逗号隔开，重复的写成"
+                              " 层数*段数，如 3,4*14,2", "stage_layers") from None
+        if a < 1 or k < 1:
+            raise LayoutError(f"stage_layers 里的 {item[:40]!r}：层数和段数都必须是正整数（每段至少一层）",
+                              "stage_layers")
+        total += k
+        if total > MAX_STAGES:
+            raise LayoutError(f"stage_layers 超过 {MAX_STAGES:,} 段：流水线至多 {MAX_STAGES:,} 段",
+                              "stage_layers")
+        parts.append((a, k))
+    return tuple(a for a, k in parts for _ in range(k))
+
+
+def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None,
+                  given: Any = None) -> tuple[int, ...]:
     n = cfg.num_layers
+    if given is not None:
+        if edge is not None:
+            raise LayoutError("stage_layers 与 pp_edge_layers 只能给一个：前者逐段给出层数，"
+                              "后者只规定首末两段", "stage_layers")
+        layers = parse_stage_layers(given) if isinstance(given, str) else given
+        try:
+            layers = tuple(_pos_int("stage_layers", v) for v in layers)
+        except TypeError:
+            raise LayoutError(f"stage_layers 必须是每段层数的列表，收到 {type(given).__name__}",
+                              "stage_layers") from None
+        if len(layers) != pp:
+            raise LayoutError(f"stage_layers 给了 {len(layers):,} 段，但 pp={pp}：每个流水线段给一个层数",
+                              "stage_layers")
+        if sum(layers) != n:
+            raise LayoutError(f"stage_layers 的层数之和是 {sum(layers):,}，但 {cfg.name} 有 "
+                              f"num_layers={n} 层：各段层数加起来必须等于总层数", "stage_layers")
+        return layers
     if edge is None:
         if pp > n:
             raise LayoutError(f"pp={pp} 超过了层数 num_layers={n}：每段至少要有一层；pp 可取 "
@@ -847,6 +900,7 @@ def build_layout(
     sp_regather: bool = True,
     stage: int | None = None,
     pp_edge_layers: int | None = None,
+    stage_layers: Any = None,
     act_bytes: float = 2,
     param_bytes: float = 2,
     grad_bytes: float = 2,
@@ -864,9 +918,13 @@ def build_layout(
     (the module docstring says when to turn it off).  ``stage`` the
     pipeline stage described (default: a middle stage, see the module docstring);
     ``pp_edge_layers`` puts that many layers on the first and on the last stage and splits
-    the rest evenly.  Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``,
-    gradients ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-
-    precision Adam: 2, 2, 12).  ``gpus_per_node`` and the two link names decide which link
+    the rest evenly; ``stage_layers`` (a sequence of pp counts summing to ``num_layers``, or
+    the string :func:`parse_stage_layers` reads) gives every stage's count, for any uneven
+    split (Megatron-LM's ``--decoder-first-pipeline-num-layers`` and
+    ``--decoder-last-pipeline-num-layers`` are the case first, last, the rest even).
+    Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``, gradients
+    ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-precision
+    Adam: 2, 2, 12).  ``gpus_per_node`` and the two link names decide which link
     each axis rides (names of :data:`tmath.hardware.LINKS`).
     """
     if not isinstance(cfg, ModelConfig):
@@ -929,7 +987,7 @@ def build_layout(
         raise LayoutError(
             f"global_batch={G} 不是 dp×micro_batch = {dp}×{b} = {dp * b} 的整数倍：每个数据并行副本"
             f"每步要处理整数个微批次；取 global_batch 为 {dp * b} 的倍数", "global_batch")
-    layers = _stage_layers(cfg, pp, pp_edge_layers)
+    layers = _stage_layers(cfg, pp, pp_edge_layers, stage_layers)
     if stage is None:
         stage = 1 if pp >= 3 else 0
     stage = _rank("stage", stage, pp)

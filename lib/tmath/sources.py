@@ -108,6 +108,11 @@ CITATIONS: dict[str, str] = {
     "nvidia-h200-datasheet": "NVIDIA《H200 Tensor Core GPU》产品页",
     "nvidia-h800-product": "NVIDIA《H800 Tensor Core GPU》产品页",
     "google-tpu-v5e": "Google Cloud《Cloud TPU v5e》文档",
+    "google-tpu-v4": "Google Cloud《Cloud TPU v4》文档",
+    "google-tpu-v5p": "Google Cloud《Cloud TPU v5p》文档",
+    "google-tpu-v6e": "Google Cloud《Cloud TPU v6e》文档",
+    "nvidia-dgx-b200-datasheet": "NVIDIA《DGX B200 数据手册》",
+    "nvidia-dgx-a100-guide": "NVIDIA《DGX A100 用户指南》",
     "korthikanti2022activation": "Korthikanti 等（2022）《Reducing Activation Recomputation》",
     "rajbhandari2020zero": "Rajbhandari 等（2020）《ZeRO》",
     "patterson2021carbon": "Patterson 等（2021）《Carbon Emissions and Large Neural Network Training》",
@@ -131,6 +136,7 @@ CITATIONS: dict[str, str] = {
     "firoozshahian2023mtia": "Firoozshahian 等（2023）《MTIA: First Generation Silicon》",
     "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
     "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
+    "deepseek2025profiledata": "DeepSeek-AI（2025）《Profiling Data in DeepSeek Infra》",
     "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
     "deepseek2024v2": "DeepSeek-AI（2024）《DeepSeek-V2》",
     "mistral2023mixtralblog": "Mistral AI《Mixtral of experts》公告（2023）",
@@ -211,7 +217,8 @@ register(
 register(
     "nvidia-a100-datasheet",
     "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: BF16 tensor 312 TFLOPS "
-    "dense / 624 sparse, 80 GB HBM2e, 2,039 GB/s, 400 W, NVLink 600 GB/s)",
+    "dense / 624 sparse, 80 GB HBM2e, 2,039 GB/s, 400 W, NVLink 600 GB/s; A100 40GB SXM: "
+    "the same tensor peak, 40 GB HBM2, 1,555 GB/s, 400 W, NVLink 600 GB/s)",
     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
     "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
 )
@@ -243,11 +250,59 @@ register(
     "google-tpu-v5e",
     "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 394 TOP/s "
     "int8, 16 GB HBM2, 819 GB/s; bidirectional inter-chip interconnect (ICI) 400 GBps per "
-    "chip over 4 ICI ports; 2D torus; 256 chips per pod)",
+    "chip over 4 ICI ports; 2D torus; 256 chips per pod; 8 chips and 2 x 100 Gbps NICs per "
+    "host, data center network bandwidth 6.4 Tbps per pod)",
     "https://cloud.google.com/tpu/docs/v5e",
     "Google publishes no per-chip TDP for v5e. An older version of the page printed 'ICI "
     "1,600 Gbps' (200 GB/s, one direction); the current page prints 400 GBps bidirectional: "
     "the same links, 50 GB/s per port per direction.",
+)
+register(
+    "google-tpu-v4",
+    "Google Cloud TPU v4 documentation (per chip: 275 TFLOP/s bf16, 32 GiB HBM2, 1,200 GBps; "
+    "4,096 chips per pod; 3D mesh, a 3D torus on slices whose sides are multiples of 4)",
+    "https://cloud.google.com/tpu/docs/v4",
+    "Google's v4 page prints no ICI or data-centre-network bandwidth per chip; tmath takes "
+    "those from the scaling book (austin2025scalingbook: ICI 4.5e10 bytes/s per link one way, "
+    "6 links per chip; DCN about 2.5e10 bytes/s per host of 4 chips). Its 'Measured "
+    "min/mean/max power 90/170/192 W' is not a TDP.",
+)
+register(
+    "google-tpu-v5p",
+    "Google Cloud TPU v5p documentation (per chip: 459 TFLOP/s bf16, 95 GiB HBM2e, 2,765 GBps; "
+    "bidirectional ICI 1,200 GBps per chip; data center network (DCN) 50 Gbps per chip; 3D "
+    "torus; 8,960 chips per pod, the largest job a 96-cube slice of 6,144 chips)",
+    "https://cloud.google.com/tpu/docs/v5p",
+    "ICI: 1,200 GBps over 6 ports (3D torus) and 2 directions = 100 GB/s per port per "
+    "direction. An older version of the page printed 'Interchip Interconnect BW 4800 Gbps' "
+    "(600 GB/s, one direction): the same links. DCN 50 Gbps = 6.25 GB/s per chip.",
+)
+register(
+    "google-tpu-v6e",
+    "Google Cloud TPU v6e (Trillium) documentation (per chip: 918 TFLOP/s bf16, 32 GB HBM, "
+    "1,638 GBps, bidirectional ICI 800 GBps over 4 ports; 8 chips per host, 256 chips per "
+    "pod, 2D torus; 4 x 200 Gbps NICs per host, data center network 25.6 Tbps per pod)",
+    "https://cloud.google.com/tpu/docs/v6e",
+    "ICI: 800 GBps / 4 ports / 2 directions = 100 GB/s per port per direction. DCN: 25.6 Tbps "
+    "per pod / 256 chips = 100 Gbps = 12.5 GB/s per chip (4 x 200 Gbps per host of 8 chips).",
+)
+register(
+    "nvidia-dgx-b200-datasheet",
+    "NVIDIA DGX B200 datasheet (8 x B200: 72 PFLOPS FP8 training and 144 PFLOPS FP4 "
+    "inference, 1,440 GB total GPU memory, 64 TB/s HBM3e bandwidth, 14.4 TB/s aggregate "
+    "NVLink bandwidth; 8 x single-port ConnectX-7, up to 400 Gb/s InfiniBand)",
+    "https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet",
+    "Per GPU: 180 GB, 8 TB/s, 9 PFLOPS FP8 with sparsity = 4.5 PFLOPS dense, and the bf16 "
+    "dense peak half of that, 2.25 PFLOPS (NVIDIA's HGX B200 table: FP16/BF16 36 PFLOPS with "
+    "sparsity for 8 GPUs). The datasheet gives the system's power, not a per-GPU TDP.",
+)
+register(
+    "nvidia-dgx-a100-guide",
+    "NVIDIA DGX A100 User Guide, Introduction: hardware overview (8 x A100 SXM; 6 NVSwitch "
+    "chips, 600 GB/s NVLink per GPU; 8 x single-port ConnectX-6 VPI, 200 Gb/s HDR "
+    "InfiniBand, for the compute fabric)",
+    "https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html",
+    "One 200 Gb/s (25 GB/s each way) HDR port per GPU; NVLink 3: 12 links of 25 GB/s each way.",
 )
 
 register(
@@ -553,6 +608,18 @@ register(
     "H800 GPU hours: pre-training 2,664K, context extension 119K, post-training 5K, "
     "total 2,788K ($5.576M at $2 per GPU hour); 180K H800 GPU hours per trillion "
     "tokens (3.7 days on 2,048 H800 GPUs); 14.8T pre-training tokens.",
+)
+
+register(
+    "deepseek2025profiledata",
+    "DeepSeek-AI, Profiling Data in DeepSeek Infra (README of deepseek-ai/profile-data), "
+    "Training: 'a pair of individual forward and backward chunks in DualPipe. Each chunk "
+    "contains 4 MoE (Mixture of Experts) layers. The parallel configuration aligns with "
+    "DeepSeek-V3 pretraining settings: EP64, TP1 with 4K sequence length.'",
+    "https://github.com/deepseek-ai/profile-data",
+    "The only published figure for the layers a DeepSeek-V3 pipeline stage holds: 4 MoE "
+    "layers a chunk. How the 61 layers (3 dense) and the MTP module fall on the first and "
+    "last of the 16 stages is not published.",
 )
 
 # --- MoE / memory / cheat-sheet chapters (book/ledger/moe-deepseek, memory, cheatsheet) ---
