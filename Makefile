@@ -61,8 +61,9 @@ $(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml |
 	$(BIN)/python -m pip check
 	@touch $(STAMP) $@
 
-# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: only `make lab`,
-# `make notebooks` and `make setup-cells` need them, not the build or the tests.
+# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: `make lab`,
+# `make notebooks`, `make setup-cells` and `make test` (tests/test_lab_notebooks.py opens converted
+# notebooks in a real JupyterLab) need them, not the build.
 $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(PIP_INSTALL) -r requirements-lab.txt
 	$(BIN)/python -m pip check
@@ -140,7 +141,7 @@ sandbox:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
 
-test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
+test: $(TEST_STAMP) $(LAB_STAMP) $(SITE_RUNTIME) browser sandbox
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The notebooks as JupyterLab renders them: glue resolved into numbers, references and citations
