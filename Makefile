@@ -7,7 +7,8 @@
 #   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
 #   make grading-env   the kit installed into _build/grading-env, where `tmath grade` runs submissions
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
-#   make lab           open the notebooks in JupyterLab (installed on first use: requirements-lab.txt)
+#   make lab           open the notebooks in JupyterLab, converted into _build/lab so that they read as the
+#                      website does (scripts/lab_notebooks.py; JupyterLab installed on first use)
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
 #   make answer-hashes after changing an exercise's key: re-hash it in lib/tmath/answer_keys/hashes.json
 #   make clean         remove build outputs (keeps .venv)
@@ -60,8 +61,9 @@ $(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml |
 	$(BIN)/python -m pip check
 	@touch $(STAMP) $@
 
-# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: only `make lab`,
-# `make notebooks` and `make setup-cells` need them, not the build or the tests.
+# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: `make lab`,
+# `make notebooks`, `make setup-cells` and `make test` (tests/test_lab_notebooks.py opens converted
+# notebooks in a real JupyterLab) need them, not the build.
 $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(PIP_INSTALL) -r requirements-lab.txt
 	$(BIN)/python -m pip check
@@ -139,11 +141,15 @@ sandbox:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
 
-test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
+test: $(TEST_STAMP) $(LAB_STAMP) $(SITE_RUNTIME) browser sandbox
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
+# The notebooks as JupyterLab renders them: glue resolved into numbers, references and citations
+# as links and text, hidden cells collapsed (scripts/lab_notebooks.py), written into _build/lab; a
+# notebook changed there by the reader is kept. The book's sources stay in book/.
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab book/
+	$(BIN)/python scripts/lab_notebooks.py _build/lab
+	$(BIN)/jupyter lab _build/lab
 
 # Each notebook's first code cell (hidden on the site) installs tmath from repository.url on Colab.
 setup-cells: $(TEST_STAMP) $(LAB_STAMP)

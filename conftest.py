@@ -266,6 +266,7 @@ LONGEST_FIRST = (
     "tests/test_site.py",  # 86 s: two builds and Chromium
     "tests/test_site_compute.py",  # 45 s: Pyodide in Chromium
     "tests/test_student_kit.py",  # 42 s
+    "tests/test_lab_notebooks.py",  # 15 s: JupyterLab in Chromium
     "book/flops/when-6pt-fails.ipynb",  # 14 s
     "book/appendix/crosscheck.ipynb",  # 14 s
     "book/gpt3/multihead.ipynb",  # 10 s
