@@ -420,8 +420,9 @@ def _decode_step_note_zh(ds: dict[str, Any], s: dict[str, Any]) -> str:
         return text + f"；{s['gpu']} 没有节点与链路数据，这些 all-reduce 未计。"
     if not ds["nccl"]:
         return text + f"，按 {ds['link']} 的 α–β 模型、不与计算重叠地相加（模型估计，不是下界）。"
+    base_us = 1e6 * ds["nccl_base_latency_s"]
     return (text + "，按 NCCL 的环形代价模型、不与计算重叠地相加（模型估计，不是下界）；"
-            f"NCCL 基础延迟每次 {1e6 * ds['nccl_base_latency_s']:.1f} µs（tmath.serving.NCCL_BASE_LATENCY）。")
+            f"NCCL 基础延迟每次 {base_us:.1f} µs（tmath.serving.NCCL_BASE_LATENCY）。")
 
 
 def _not_counted_zh(cfg: Any) -> str:
