@@ -196,7 +196,12 @@ def test_cp_ring_passes_kv_three_times():
     chunk = 2 * 2048 * 8 * 128 * 2  # K and V of 2048 positions, 8 KV heads of 128, bf16
     assert lay.kv_chunk_nbytes == chunk
     assert axis_bytes(lay, "cp", "forward") == 32 * 3 * chunk
-    assert axis_bytes(lay, "cp") == 32 * 9 * chunk  # forward 3, backward 6
+    # backward (ring-flash-attention): K, V 3 hops again, and the dK, dV accumulated in fp32
+    # (twice the bf16 chunk) 4 hops, one more: the last brings them back to their owner
+    assert axis_bytes(lay, "cp", "backward") == 32 * (3 * chunk + 4 * 2 * chunk)
+    assert axis_bytes(lay, "cp") == 32 * 14 * chunk
+    bf16_grads = build_layout(L8, cp=4, seq_len=8192, micro_batch=1, cp_grad_bytes=2)
+    assert axis_bytes(bf16_grads, "cp", "backward") == 32 * 7 * chunk
     # CP ranks hold the same weights: their gradients are reduced with the DP ranks
     assert build_layout(L8, cp=4, dp=2, seq_len=8192, global_batch=2).dp_group == 8
 

@@ -74,8 +74,11 @@ Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
   tp before the TP-split experts and reduce-scattered after).  The small all-to-all that
   exchanges the token counts first is left out.
 * **Context parallelism (ring attention)**: per layer and micro-batch each GPU passes its
-  chunk of K and V, ``2·b·(T/cp)·K_gpu·H`` elements, cp−1 times round the ring forward; the
-  backward passes K, V and their gradients, 2(cp−1) more.  Sliding windows are ignored.
+  chunk of K and V, ``2·b·(T/cp)·K_gpu·H`` elements, cp−1 times round the ring forward.  The
+  backward (ring-flash-attention's, zhuzilin/ring-flash-attention) passes K, V round again,
+  cp−1 hops, and with them the dK, dV of the chunk each GPU holds, accumulated on the way in
+  ``cp_grad_bytes`` (fp32: 4) and passed cp hops, one more than K, V: the last hop brings
+  them back to their owner.  Sliding windows are ignored.
 * **ZeRO** (group ``dp·cp``; experts ``dp·cp/ep``): stage 0 all-reduces the gradients once
   per step; stage 1 reduce-scatters them and all-gathers the updated weights once per step
   (the bytes of one all-reduce); stage 2 keeps only its gradient shard, so it
@@ -424,6 +427,9 @@ class Layout:
     #: With sequence parallelism: the backward all-gathers each block's input again for the
     #: weight gradient (Megatron-LM keeps only the shard; see the module docstring).
     sp_regather: bool = True
+    #: Bytes per element of the dK, dV the CP ring's backward accumulates and passes on
+    #: (ring-flash-attention keeps them in fp32).
+    cp_grad_bytes: Fraction = Fraction(4)
 
     # -- the mesh -----------------------------------------------------------------------
     @property
@@ -753,11 +759,12 @@ class Layout:
         # --- context parallelism ------------------------------------------------------------
         if cp > 1:
             kv = self.kv_chunk_nbytes
-            rounds = {"forward": 1, "backward": 2, "recompute": 1}
-            for phase in passes:
-                add("cp", "send", cp, kv, m * n_layers * (cp - 1) * rounds[phase], phase,
-                    "K,V (and their grads) round the ring",
-                    "环形注意力：K、V（反向还有它们的梯度）沿环传递", lk["cp"])
+            for phase in passes:  # forward, the backward's second round, a recomputed forward
+                add("cp", "send", cp, kv, m * n_layers * (cp - 1), phase,
+                    "K,V round the ring (cp-1 hops)", "环形注意力：K、V 沿环传 cp−1 跳", lk["cp"])
+            add("cp", "send", cp, kv / self.act_bytes * self.cp_grad_bytes, m * n_layers * cp,
+                "backward", "dK,dV accumulated on the way, back to their owner (cp hops)",
+                "环形注意力的反向：dK、dV 边传边累加，多传一跳回到自己的卡（cp 跳）", lk["cp"])
 
         # --- data parallelism and ZeRO --------------------------------------------------------
         for params, group, link, tag, zh in (
@@ -851,6 +858,7 @@ def build_layout(
     param_bytes: float = 2,
     grad_bytes: float = 2,
     optimizer_bytes: float = 12,
+    cp_grad_bytes: float = 4,
     gpus_per_node: int = 8,
     intra_link: str = "NVLink4",
     inter_link: str = "IB-NDR",
@@ -866,8 +874,9 @@ def build_layout(
     ``pp_edge_layers`` puts that many layers on the first and on the last stage and splits
     the rest evenly.  Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``,
     gradients ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-
-    precision Adam: 2, 2, 12).  ``gpus_per_node`` and the two link names decide which link
-    each axis rides (names of :data:`tmath.hardware.LINKS`).
+    precision Adam: 2, 2, 12); the dK, dV the CP ring's backward passes on ``cp_grad_bytes``
+    (4: fp32, as ring-flash-attention accumulates them).  ``gpus_per_node`` and the two
+    link names decide which link each axis rides (names of :data:`tmath.hardware.LINKS`).
     """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}")
@@ -937,4 +946,5 @@ def build_layout(
                   layers, _bytes_arg("act_bytes", act_bytes), _bytes_arg("param_bytes", param_bytes),
                   _bytes_arg("grad_bytes", grad_bytes),
                   _bytes_arg("optimizer_bytes", optimizer_bytes), gpn, str(intra_link),
-                  str(inter_link), tpl, sp_regather and sequence_parallel)
+                  str(inter_link), tpl, sp_regather and sequence_parallel,
+                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes))
