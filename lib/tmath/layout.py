@@ -21,7 +21,8 @@ Two entry points:
 Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
 
 * **Mesh.** ``world = dp·tp·pp·cp`` GPUs.  Ranks are laid out Megatron-style, tp fastest,
-  then cp, then dp (with the ep groups innermost inside dp), then pp: a group fits inside a
+  then cp, then dp (with the ep groups innermost inside dp), then pp (``order="llama3"``: the
+  Llama 3 paper's tp, cp, pp, dp, see :data:`ORDERS`): a group fits inside a
   node of ``gpus_per_node`` GPUs if its members (the group holding rank 0) are less than
   ``gpus_per_node`` ranks apart; it then rides ``intra_link``, else ``inter_link``.
 * **Expert parallelism is carved out of data parallelism** (Megatron-LM, DeepSpeed-MoE):
@@ -114,6 +115,7 @@ __all__ = [
     "PHASES",
     "ZERO_STAGES",
     "RECOMPUTES",
+    "ORDERS",
     "Collective",
     "Layout",
     "build_layout",
@@ -269,6 +271,12 @@ AXIS_ZH: dict[str, str] = {
 PHASES: tuple[str, ...] = ("forward", "backward", "recompute", "step")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 RECOMPUTES: tuple[str, ...] = ("none", "selective", "full")
+#: Orders of the mesh, innermost axis first (ep always sits inside dp): Megatron-LM's, the
+#: book's default, and the Llama 3 paper's [TP, CP, PP, DP] (section 3.3.2, Figure 5).
+ORDERS: dict[str, tuple[str, ...]] = {
+    "megatron": ("tp", "cp", "dp", "pp"),
+    "llama3": ("tp", "cp", "pp", "dp"),
+}
 
 
 @dataclass(frozen=True)
@@ -430,6 +438,8 @@ class Layout:
     #: Bytes per element of the dK, dV the CP ring's backward accumulates and passes on
     #: (ring-flash-attention keeps them in fp32).
     cp_grad_bytes: Fraction = Fraction(4)
+    #: The mesh order, innermost first: a value of :data:`ORDERS`.
+    order: tuple[str, ...] = ORDERS["megatron"]
 
     # -- the mesh -----------------------------------------------------------------------
     @property
@@ -449,17 +459,23 @@ class Layout:
 
     @property
     def strides(self) -> dict[str, int]:
-        """Rank distance between neighbours along each axis (tp fastest, then cp, ep, dp, pp)."""
-        return {"tp": 1, "cp": self.tp, "ep": self.tp * self.cp, "dp": self.tp * self.cp,
-                "pp": self.tp * self.cp * self.dp}
+        """Rank distance between neighbours along each axis, in :attr:`order` (by default tp
+        fastest, then cp, dp, pp); ep's groups sit innermost inside dp: dp's stride."""
+        out, step = {}, 1
+        for axis in self.order:
+            out[axis] = step
+            step *= getattr(self, axis)
+        out["ep"] = out["dp"]
+        return out
 
     def coords(self, rank: int) -> dict[str, int]:
         """A GPU's position on each axis (``ep``: its index in its EP group)."""
-        r = _rank("rank", rank, self.world_size)
-        tp_r, rest = r % self.tp, r // self.tp
-        cp_r, rest = rest % self.cp, rest // self.cp
-        dp_r, pp_r = rest % self.dp, rest // self.dp
-        return {"dp": dp_r, "tp": tp_r, "pp": pp_r, "ep": dp_r % self.ep, "cp": cp_r}
+        rest = _rank("rank", rank, self.world_size)
+        out = {}
+        for axis in self.order:
+            rest, out[axis] = divmod(rest, getattr(self, axis))
+        out["ep"] = out["dp"] % self.ep
+        return out
 
     def _span(self, factors: list[tuple[int, int]]) -> int:
         """Largest rank offset in the group holding rank 0 (factors: (stride, size))."""
@@ -859,6 +875,7 @@ def build_layout(
     grad_bytes: float = 2,
     optimizer_bytes: float = 12,
     cp_grad_bytes: float = 4,
+    order: str = "megatron",
     gpus_per_node: int = 8,
     intra_link: str = "NVLink4",
     inter_link: str = "IB-NDR",
@@ -875,7 +892,9 @@ def build_layout(
     the rest evenly.  Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``,
     gradients ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-
     precision Adam: 2, 2, 12); the dK, dV the CP ring's backward passes on ``cp_grad_bytes``
-    (4: fp32, as ring-flash-attention accumulates them).  ``gpus_per_node`` and the two
+    (4: fp32, as ring-flash-attention accumulates them).  ``order`` names the mesh order
+    (:data:`ORDERS`: ``"megatron"``, tp, cp, dp, pp; ``"llama3"``, the paper's [TP, CP, PP,
+    DP]): which axis is nearer the node decides which rides NVLink.  ``gpus_per_node`` and the two
     link names decide which link each axis rides (names of :data:`tmath.hardware.LINKS`).
     """
     if not isinstance(cfg, ModelConfig):
@@ -888,6 +907,9 @@ def build_layout(
     gpn = _pos_int("gpus_per_node", gpus_per_node)
     if isinstance(zero, bool) or zero not in ZERO_STAGES:
         raise LayoutError(f"zero={zero!r} 不是 ZeRO 的阶段；可取 0、1、2、3", "zero")
+    if not isinstance(order, str) or order not in ORDERS:
+        raise LayoutError(f"order={order!r} 未知：卡号的排法取 megatron（tp、cp、dp、pp，Megatron-LM）"
+                          "或 llama3（tp、cp、pp、dp，Llama 3 论文的 [TP, CP, PP, DP]）", "order")
     if recompute not in RECOMPUTES:
         raise LayoutError(f"recompute={recompute!r} 未知；可取 none、selective、full", "recompute")
     if T > cfg.max_position:
@@ -947,4 +969,4 @@ def build_layout(
                   _bytes_arg("grad_bytes", grad_bytes),
                   _bytes_arg("optimizer_bytes", optimizer_bytes), gpn, str(intra_link),
                   str(inter_link), tpl, sp_regather and sequence_parallel,
-                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes))
+                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes), order=ORDERS[order])
