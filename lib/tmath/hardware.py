@@ -26,7 +26,9 @@ Conventions (read before using a number):
   FLOP/s-per-watt assume the chip draws exactly its TDP.
 * ``interconnect_bandwidth`` is the vendor's total (bidirectional) NVLink /
   ICI figure in bytes/s, as printed.  The links themselves, per direction, with a
-  latency each, are in :data:`LINKS` (Part V); :data:`NODES` says which links a GPU's
+  latency each, are in :data:`LINKS` (Part V): their ``bandwidth`` is NCCL's effective
+  figure where NCCL's topology model has one (H100 NVLink 370.8 GB/s), their
+  ``line_rate`` the line rate (450 GB/s), the ceiling; :data:`NODES` says which links a GPU's
   usual machine has.
 
 Every entry names a key of :mod:`tmath.sources`.
@@ -152,6 +154,15 @@ class Link:
     (:data:`tmath.comm.PROTOCOLS`), ``None`` for a link NCCL does not drive (TPU ICI);
     ``alpha`` is then Simple's figure, the protocol NCCL runs large (bandwidth-bound) messages
     with.
+
+    **Two bandwidths.**  ``bandwidth`` is the figure the time model uses: where NCCL's own
+    topology model has an *effective* figure for the link (:data:`tmath.comm.NCCL_VERSION`'s
+    ``topo.h`` and ``search.cc``: what is left after the protocol's headers), it is that
+    figure, and ``effective_source`` names it; ``line_rate`` is the physical line rate per
+    direction, the ceiling no collective reaches (``None``: the link has no separate
+    effective figure, :attr:`ceiling` is then ``bandwidth``).  ``ll_max_bw`` is NCCL's cap on
+    the LL protocol's bus bandwidth inside one node of the GPU generation the link belongs to
+    (``llMaxBws`` in ``tuning.cc``; ``None``: no cap).
     """
 
     name: str
@@ -166,33 +177,61 @@ class Link:
     alpha_source: str | None
     note: str = ""
     step_latency: tuple[float, float, float] | None = None  # s per ring step: LL, LL128, Simple
+    line_rate: float | None = None  # bytes/s, one direction: the physical ceiling
+    effective_source: str | None = None  # where ``bandwidth`` comes from, if not line rate
+    ll_max_bw: float | None = None  # bytes/s: NCCL's cap on LL's bus bandwidth in one node
+
+    @property
+    def ceiling(self) -> float:
+        """The line rate per direction (bytes/s): no collective goes faster."""
+        return self.line_rate if self.line_rate is not None else self.bandwidth
 
 
-# NCCL's own cost model (src/graph/tuning.cc, hwLatencies, ring algorithm), seconds per step
-# for the protocols (LL, LL128, Simple): NVLink (0.6, 1.9, 3.4) us, PCIe (1.0, 2.5, 5.7) us,
-# network (2.7, 4.0, 14.0) us.  Model constants NCCL uses to pick an algorithm and a protocol,
-# not measurements.  ``alpha`` is Simple's figure: LL's smaller latency comes with a quarter of
-# the bandwidth (tmath.comm.PROTOCOLS), so large messages run Simple.
+# NCCL's own cost model (tmath.comm.NCCL_VERSION, src/graph/tuning.cc, hwLat, ring algorithm),
+# seconds per step for the protocols (LL, LL128, Simple): NVLink (0.6, 1.9, 3.4) us, PCIe (1.0,
+# 2.5, 5.7) us, network (2.7, 4.0, 14.0) us.  Model constants NCCL uses to pick an algorithm and
+# a protocol, not measurements.  ``alpha`` is Simple's figure: LL's smaller latency comes with
+# half of the bandwidth at most (tmath.comm.PROTOCOLS), so large messages run Simple.
+#
+# Bandwidths: NCCL's effective figures, one direction, from the same tag.  NVLink: topo.h's
+# SM90_NVLINK_BW 20.6 GB/s and SM100_NVLINK_BW 40.1 GB/s per link (the line rates are 25 and
+# 50 GB/s: "450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an
+# effective NVLink bandwidth of 370GB/s", nccl-tests issue 212).  PCIe 5.0 x16: topo.cc's
+# kvDictPciGen counts 32 GT/s as 24 Gb/s a lane (x16 = 48 GB/s; line rate 64 GB/s).  A
+# 400 Gb/s NIC: topo.cc reads 50 GB/s, but no ring channel through it is faster than the top
+# of search.cc's sm90SpeedArrayInter, 48 GB/s.
 _US = 1e-6
 _NVLINK_LAT = (0.6 * _US, 1.9 * _US, 3.4 * _US)
 _PCI_LAT = (1.0 * _US, 2.5 * _US, 5.7 * _US)
 _NET_LAT = (2.7 * _US, 4.0 * _US, 14.0 * _US)
 _LINK_TABLE = [
-    Link("NVLink4", 450e9, 900e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
-         "每张 H100：18 条 NVLink，每条每方向 25 GB/s", "nvidia-h100-datasheet", "nccl-tuning",
-         "H100 SXM datasheet: NVLink 900 GB/s (both directions).", _NVLINK_LAT),
-    Link("NVLink5", 900e9, 1800e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
-         "每张 B200：18 条 NVLink，每条每方向 50 GB/s", "nvidia-dgx-b200-guide", "nccl-tuning",
+    Link("NVLink4", 18 * 20.6e9, 900e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
+         "每张 H100：18 条 NVLink，每条每方向线速 25 GB/s，NCCL 按有效 20.6 GB/s 计",
+         "nvidia-h100-datasheet", "nccl-tuning",
+         "H100 SXM datasheet: NVLink 900 GB/s (both directions), 450 GB/s each way line rate; "
+         "NCCL's topology model: 18 x 20.6 = 370.8 GB/s.", _NVLINK_LAT, line_rate=450e9,
+         effective_source="nccl-topo", ll_max_bw=141e9),
+    Link("NVLink5", 18 * 40.1e9, 1800e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
+         "每张 B200：18 条 NVLink，每条每方向线速 50 GB/s，NCCL 按有效 40.1 GB/s 计",
+         "nvidia-dgx-b200-guide", "nccl-tuning",
          "DGX B200: 2 NVLink switches, 14.4 TB/s aggregate over 8 GPUs = 1.8 TB/s per GPU. "
-         "alpha: NCCL's model has one NVLink figure for every generation.", _NVLINK_LAT),
-    Link("PCIe5x16", 64e9, 128e9, _PCI_LAT[2], True, "switch", "主机总线（PCIe）",
-         "一条 PCIe 5.0 ×16", "nvidia-h100-datasheet", "nccl-tuning",
-         "H100 datasheet: PCIe Gen5 128 GB/s (both directions).", _PCI_LAT),
-    Link("IB-NDR", 50e9, 100e9, _NET_LAT[2], True, "switch", "跨节点（InfiniBand）",
-         "每个 NDR 端口 400 Gb/s；DGX H100 每节点 8 个 ConnectX-7 端口，每张 GPU 一个",
+         "NCCL's topology model: 18 x 40.1 = 721.8 GB/s. "
+         "alpha: NCCL's model has one NVLink figure for every generation.", _NVLINK_LAT,
+         line_rate=900e9, effective_source="nccl-topo", ll_max_bw=2 * 141e9),
+    Link("PCIe5x16", 16 * 24e9 / 8, 128e9, _PCI_LAT[2], True, "switch", "主机总线（PCIe）",
+         "一条 PCIe 5.0 ×16：每方向线速 64 GB/s，NCCL 按每通道 24 Gb/s 计", "nvidia-h100-datasheet",
+         "nccl-tuning",
+         "H100 datasheet: PCIe Gen5 128 GB/s (both directions), 64 GB/s each way; NCCL's "
+         "topology model: 16 lanes x 24 Gb/s = 48 GB/s.", _PCI_LAT, line_rate=64e9,
+         effective_source="nccl-topo", ll_max_bw=141e9),
+    Link("IB-NDR", 48e9, 100e9, _NET_LAT[2], True, "switch", "跨节点（InfiniBand）",
+         "每个 NDR 端口线速 400 Gb/s（每方向 50 GB/s），NCCL 的环每卡最多 48 GB/s；"
+         "DGX H100 每节点 8 个 ConnectX-7 端口，每张 GPU 一个",
          "nvidia-dgx-basepod", "nccl-tuning",
          "Assumes a full-bisection (non-blocking) fat tree, one NIC per GPU: a node's 8 GPUs "
-         "reach the network at 8 x 50 GB/s (tmath.comm.group_bandwidth).", _NET_LAT),
+         "reach the network at 8 x 48 GB/s (tmath.comm.group_bandwidth). 48 GB/s: the top of "
+         "NCCL's sm90SpeedArrayInter (a ring channel's bandwidth through a NIC).", _NET_LAT,
+         line_rate=50e9, effective_source="nccl-search"),
     Link("ICI-v5e", 50e9, 100e9, 1.0e-6, False, "ring", "芯片间（ICI，二维环面）",
          "每个 ICI 端口；每颗 v5e 4 个端口，共 400 GB/s（两个方向之和）", "google-tpu-v5e", None,
          "Per port: 400 GB/s bidirectional per chip / 4 ports / 2 directions. alpha: an "

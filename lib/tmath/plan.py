@@ -28,8 +28,9 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    GPUs at the GPU's dense 16-bit peak, stretched by the bubble, plus every collective in
    NCCL's cost model (:func:`tmath.comm.nccl_time`: the fastest of its three protocols) on
    the links its axis rides; a group spanning nodes with g members per node reaches the
-   network through g NICs (no overlap: an upper bound; ``step_time_overlap_s`` hides all
-   communication: a lower bound).
+   network through g NICs, nothing overlapped (``step_time_overlap_s`` hides all
+   communication).  Both are model estimates, neither a bound: compute runs at peak, which
+   no kernel reaches, so with no communication the MFU is 100 %.
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 
@@ -70,9 +71,11 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "激活按 tmath.memory.activation_bytes（FlashAttention，tp > 1 时开序列并行），乘以 1F1B 下该段同时在途的"
     "微批次数；整层重计算再加上正在重算的一层。",
     "步时：全局批的 FLOPs（含重计算）平均分到每张卡、按该卡的稠密 16 位峰值算，再按气泡拉长，加上每个集合通信"
-    "在其轴所走链路上按 NCCL 成本模型的时间（三种协议取最快的；"
+    "在其轴所走链路上按 NCCL 成本模型（v2.27.7-1）的时间（三种协议取最快的；链路带宽取 NCCL 的有效值，"
+    "如 H100 的 NVLink 每方向 370.8 GB/s，不是线速 450 GB/s；"
     "跨机的组每台机器有 g 个组员时经 g 张网卡出机器；"
-    "不与计算重叠：上界）。",
+    "不与计算重叠）。这是模型的估计，不是上界也不是下界：计算按峰值算，真实的核函数到不了峰值"
+    "（没有通信时 MFU 便是 100 %），通信按 NCCL 的环形模型算，真实的库另有更快的算法。",
     "可行性：每张卡的显存与数据手册容量比较，另留 5 GB 工作区。",
 )
 
@@ -536,9 +539,9 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
         f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
         f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
-        f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
+        f"  合计（峰值算力，不重叠）    {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
-        f"  由此的 MFU                  {plan['mfu']:.1%}"
+        f"  由此的 MFU（计算按峰值）    {plan['mfu']:.1%}"
         + ("" if plan["feasible"] else "（这一布局放不下，MFU 只作对照）"),
         "",
         "约定：",

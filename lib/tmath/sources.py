@@ -74,7 +74,11 @@ CITATIONS: dict[str, str] = {
     "microsoft2020supercomputer": "Microsoft（2020）《OpenAI 超级计算机发布文》",
     "narayanan2021megatron": "Narayanan 等（2021）《Megatron-LM on GPU Clusters》",
     "nccl-issue-812": "NVIDIA《NCCL issue 812：DGX A100 上 all-reduce 的总线带宽》",
-    "nccl-tuning": "NVIDIA《NCCL 源码：graph/tuning.cc》",
+    "nccl-tuning": "NVIDIA《NCCL v2.27.7-1 源码：graph/tuning.cc》",
+    "nccl-topo": "NVIDIA《NCCL v2.27.7-1 源码：graph/topo.h、topo.cc》",
+    "nccl-search": "NVIDIA《NCCL v2.27.7-1 源码：graph/search.cc》",
+    "nccl-tests-issue-212": "NVIDIA《nccl-tests issue 212：H100 的 all-reduce 性能》",
+    "vllm-custom-allreduce": "vLLM《源码：csrc/custom_all_reduce.cuh》",
     "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
     "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
@@ -646,16 +650,58 @@ register(
 )
 register(
     "nccl-tuning",
-    "NCCL source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms and "
-    "protocols (baseLat, hwLat)",
-    "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
-    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLatencies) NVLink "
-    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us; base latency "
-    "per collective (baseLatencies) 6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL gets 1/4 of it "
-    "(1/3 for a one-node all-gather or reduce-scatter), LL128 0.92, Simple all.  Ring "
+    "NCCL v2.27.7-1 source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms "
+    "and protocols (baseLat, hwLat, llMaxBws, ncclTopoTuneModel)",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/tuning.cc",
+    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLat) NVLink "
+    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us (Tree's network "
+    "5.0 / 8.5 / 14 us, used 'with ppn=1'); base latency per collective (baseLat) "
+    "6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL min(llMaxBw, busBw * .5), llMaxBw 141.0 GB/s on "
+    "one Hopper node (2 x 141.0 on Blackwell), 39.0 / 20.4 GB/s on 2 / more Intel nodes; "
+    "LL128 busBw * 0.92 (capped per channel at 36.7 GB/s on Hopper); Simple all.  Ring "
     "all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1; across nodes "
-    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest the "
-    "intra-node one.  Model constants, not measurements.",
+    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest "
+    "max(intra-node latency, net overhead 1 us, x3 for Simple).  Model constants, not "
+    "measurements.",
+)
+register(
+    "nccl-topo",
+    "NCCL v2.27.7-1 source, src/graph/topo.h and topo.cc: the topology model's link "
+    "bandwidths",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/topo.h",
+    "SM90_NVLINK_BW 20.6 and SM100_NVLINK_BW 40.1 GB/s per NVLink (H100: 18 links, "
+    "370.8 GB/s; B200: 721.8 GB/s); topo.cc's kvDictPciGen counts '32.0 GT/s PCIe' as 240 x "
+    "100 Mb/s a lane, width x speed / 80 = 48 GB/s for x16; a NIC's bandwidth is its speed "
+    "in Mb/s / 8000 (400 Gb/s: 50 GB/s).",
+)
+register(
+    "nccl-search",
+    "NCCL v2.27.7-1 source, src/graph/search.cc: the speeds the graph search tries for a "
+    "channel",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/search.cc",
+    "sm90SpeedArrayInter = { 48.0, 45.0, 42.0, ... }: on Hopper no ring channel through a "
+    "network card is faster than 48 GB/s; one 50 GB/s NDR port carries at most 48 GB/s of "
+    "channels.",
+)
+register(
+    "nccl-tests-issue-212",
+    "NVIDIA/nccl-tests issue 212, \"H100 all reduce performance is poor\" (comment by "
+    "NVIDIA's sjeaugey, 2024-05-06)",
+    "https://github.com/NVIDIA/nccl-tests/issues/212",
+    "'450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective "
+    "NVLink bandwidth of 370GB/s ... Now allreduce uses NVLink SHARP by default ... On 8 GPUs, "
+    "you should reach a peak busBw of ~480GB/s (algbw ~275GB/s).'",
+)
+register(
+    "vllm-custom-allreduce",
+    "vLLM source, csrc/custom_all_reduce.cuh: the custom all-reduce kernels "
+    "(cross_device_reduce_1stage, cross_device_reduce_2stage)",
+    "https://github.com/vllm-project/vllm/blob/036bb685581dbedcd6cf7fc845fe87268c7d1191/"
+    "csrc/custom_all_reduce.cuh",
+    "One-stage kernel: a start flag written to every other rank ('Latency = 1 p2p write'), then "
+    "each rank reads every rank's registered buffer and sums it locally; no ring of 2(n-1) "
+    "steps.  The two-stage kernel is a reduce-scatter then an all-gather over the same "
+    "peer-to-peer reads.",
 )
 register(
     "nccl-issue-812",
