@@ -166,3 +166,20 @@ def test_conventions_name_the_nccl_tag_and_the_effective_bandwidth():
     nv = link("NVLink4")
     assert comm.NCCL_VERSION in step
     assert f"{nv.bandwidth / 1e9:g} GB/s" in step and f"线速 {nv.ceiling / 1e9:g} GB/s" in step
+
+
+def test_order_flag_gives_the_llama3_mesh(capsys):
+    """`--order llama3` lays ranks out as the Llama 3 paper does, [TP, CP, PP, DP]: with tp=4,
+    pp=2, dp=2 on nodes of 8 the gradient all-reduce leaves the node and the pipeline's sends
+    stay on NVLink; Megatron's order (the default) does the opposite."""
+    args = ("--preset", "llama3-8b", "--tp", "4", "--pp", "2", "--dp", "2")
+    meg, l3 = plan_json(capsys, *args), plan_json(capsys, *args, "--order", "llama3")
+    assert meg["settings"]["order"] == "megatron" and l3["settings"]["order"] == "llama3"
+    assert (meg["links"]["dp"], meg["links"]["pp"]) == ("NVLink4", "IB-NDR")
+    assert (l3["links"]["dp"], l3["links"]["pp"]) == ("IB-NDR", "NVLink4")
+    assert meg["comm_bytes_per_gpu"] == l3["comm_bytes_per_gpu"]
+    assert l3["comm_time_s"]["dp"] > 5 * meg["comm_time_s"]["dp"]  # the NIC against NVLink
+    assert "tp、cp、pp、dp" in l3["conventions_zh"][-1]
+    assert "tp、cp、dp、pp" in meg["conventions_zh"][-1]
+    assert main(["plan", *args, "--order", "dp-first"]) == 2
+    assert "--order" in capsys.readouterr().err

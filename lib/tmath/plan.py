@@ -360,8 +360,13 @@ def build_plan(
     gpus_per_node: int | None = None,
     intra_bandwidth: float | None = None,
     inter_bandwidth: float | None = None,
+    order: str = "megatron",
 ) -> dict[str, Any]:
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
+
+    ``order`` is the mesh order (:data:`tmath.layout.ORDERS`): ``"megatron"`` (tp, cp, dp,
+    pp) or ``"llama3"`` (the Llama 3 paper's [TP, CP, PP, DP]); it decides which groups fit
+    in a node.
 
     Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
     layout that cannot exist, and, before any other work, for an integer argument outside
@@ -420,7 +425,8 @@ def build_plan(
         sequence_parallel=sequence_parallel, stage=stage, pp_edge_layers=pp_edge_layers,
         stage_layers=stage_layers,
         act_bytes=2, param_bytes=rb.weights, grad_bytes=rb.grads, optimizer_bytes=rb.optimizer,
-        gpus_per_node=per_node_size, intra_link=lk_intra.name, inter_link=lk_inter.name)
+        gpus_per_node=per_node_size, intra_link=lk_intra.name, inter_link=lk_inter.name,
+        order=order)
     cap = custom.get("hbm_bytes", hw.hbm_bytes)
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else float(workspace_bytes)
 
@@ -526,7 +532,20 @@ def build_plan(
         "conventions_zh": list(CONVENTIONS_ZH),
     }
     plan["verdict_zh"] = _verdict(plan)
+    _note_order(plan, order)
     return plan
+
+
+def _note_order(plan: dict[str, Any], order: str) -> None:
+    """Record the mesh order in ``plan``'s settings and conventions."""
+    from tmath.layout import ORDERS
+
+    plan["settings"]["order"] = order
+    axes = "、".join(ORDERS[order])
+    who = "Megatron-LM 的排法" if order == "megatron" else "Llama 3 论文的 [TP, CP, PP, DP]"
+    plan["conventions_zh"].append(
+        f"卡号按 {axes} 的顺序排（{who}，--order {order}；越靠前的轴组员的卡号越近）：一个组的"
+        f"组员都在同一节点（{plan['settings']['gpus_per_node']} 卡）内时走节点内的链路，否则走网络。")
 
 
 def _gb(n: float) -> str:
@@ -728,6 +747,9 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-node", type=int, default=None,
                    help="每节点卡数（TPU：一个 pod 或 slice 的芯片数），替换 --gpu 的数字")
     p.add_argument("--recipe", default="mixed-adam", help="训练配方（每参数字节数），默认 mixed-adam")
+    p.add_argument("--order", default="megatron", choices=("megatron", "llama3"),
+                   help="卡号的排法：megatron（tp、cp、dp、pp），或 llama3（Llama 3 论文的 "
+                        "[TP, CP, PP, DP]）；默认 megatron")
     p.add_argument("--json", action="store_true", help="输出 JSON")
     return p
 
@@ -777,7 +799,8 @@ def run_plan(args: argparse.Namespace) -> int:
             hbm_bytes=None if args.hbm_gb is None else args.hbm_gb * 1e9,
             gpus_per_node=args.gpus_per_node,
             intra_bandwidth=None if args.intra_gbs is None else args.intra_gbs * 1e9,
-            inter_bandwidth=None if args.inter_gbs is None else args.inter_gbs * 1e9)
+            inter_bandwidth=None if args.inter_gbs is None else args.inter_gbs * 1e9,
+            order=args.order)
     except LayoutError as e:
         return fail(str(e), e.field)
     except (ValueError, TypeError) as e:
@@ -797,7 +820,8 @@ def run_plan(args: argparse.Namespace) -> int:
 #: configurations and MFU for each stage of Llama 3 405B pre-training" (arXiv:2407.21783v3,
 #: section 3.3.2, p. 10; source key ``llama3herd2024``).  ``batch_per_dp`` is sequences per
 #: data-parallel group and step; ``tokens_per_batch`` the table's "16M"; ``mfu`` its "BF16 MFU".
-#: An earlier arXiv HTML version printed DP = 4 in the last row; v3 prints 8, the only value for which
+#: The July 2024 v1 (its PDF, and the arXiv HTML before v3) printed DP = 4 in the last row; v3
+#: prints 8, the only value for which
 #: TP·CP·PP·DP = 16,384 (the errata appendix lists it as ``llama3-table4-dp``).
 def llama3_405b_layout(row: int) -> dict[str, Any]:
     """Keyword arguments of :func:`build_plan` for row ``row`` (0, 1, 2) of

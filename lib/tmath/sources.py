@@ -90,6 +90,7 @@ CITATIONS: dict[str, str] = {
     "deepspeed-pr4713": "DeepSpeed 拉取请求 4713《BF16_Optimizer：支持 bf16 梯度累积》",
     "nccl-tests-performance": "NVIDIA《nccl-tests：PERFORMANCE.md》",
     "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
+    "zhu2024ringflashattn": "Zhu（2024）《ring-flash-attention 源码：ring_flash_attn.py》",
     "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
     "pytorch-tp-tutorial": "Liang、Liu（2024）《PyTorch 张量并行教程》",
     "torchtitan-parallelize-llama": "PyTorch《torchtitan 源码：llama3 的 apply_tp》",
@@ -813,6 +814,18 @@ register(
     "https://github.com/pytorch/pytorch/blob/main/torch/distributed/pipelining/stage.py",
     "With FSDP, every micro-batch's backward calls set_requires_gradient_sync(last_backward): "
     "'we need to accumulate gradients on previous steps and reduce them on the last step'.",
+)
+register(
+    "zhu2024ringflashattn",
+    "ring-flash-attention (Zilin Zhu), ring_flash_attn/ring_flash_attn.py: "
+    "ring_flash_attn_backward (commit be3b01f, 2024-12-19)",
+    "https://github.com/zhuzilin/ring-flash-attention/blob/"
+    "be3b01f5706f45245f9b6d78d6df231954b2ee64/ring_flash_attn/ring_flash_attn.py",
+    "The backward passes k, v to the next rank world_size - 1 times (send_recv_kv only while "
+    "step + 1 != world_size) and dk, dv every step, world_size times (d_kv_comm.send_recv_kv "
+    "after each step, then a final wait): the accumulated dK, dV end on their owner.  They are "
+    "accumulated in fp32 (block_dk_buffer.to(torch.float32)) and sent as fp32, cast to the "
+    "input dtype only at the end.",
 )
 # --- Part V (多卡的账): collectives, data and tensor parallelism ------------------------
 register("patarasuk2009bandwidth", "Bandwidth optimal all-reduce algorithms for clusters of "
