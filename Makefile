@@ -49,17 +49,17 @@ $(BIN)/python:
 # installs them as listed (--no-deps: no resolver run) and `pip check` proves the list
 # complete. --no-compile: Python compiles what it imports on first use and caches it (see
 # above); compiling every installed file (torch alone has thousands) up front doubles the
-# install time. `make test` installs both files in one pip call.
+# install time. `make test` installs the three files (the book's, the cross-checks', JupyterLab's) in one pip call.
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile --no-deps
 $(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -r requirements.txt
 	$(BIN)/python -m pip check
 	@touch $@
 
-$(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt
+$(TEST_STAMP): requirements.txt requirements-crosscheck.txt requirements-lab.txt lib/pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt -r requirements-lab.txt
 	$(BIN)/python -m pip check
-	@touch $(STAMP) $@
+	@touch $(STAMP) $(LAB_STAMP) $@
 
 # JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: `make lab`,
 # `make notebooks`, `make setup-cells` and `make test` (tests/test_lab_notebooks.py opens converted
@@ -141,7 +141,7 @@ sandbox:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
 
-test: $(TEST_STAMP) $(LAB_STAMP) $(SITE_RUNTIME) browser sandbox
+test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The notebooks as JupyterLab renders them: glue resolved into numbers, references and citations
