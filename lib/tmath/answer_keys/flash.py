@@ -78,7 +78,8 @@ def _naive_6_extra_percent(seq_len: int) -> float:
     return 100 * (flash / eager - 1)
 
 
-@answer("ex-flash-naive-6", rel_tol=0.01, unit="%")
+# 0.2 %: the chapter's GPT-2 medium example comes to 2.08%, which 1 % would accept
+@answer("ex-flash-naive-6", rel_tol=0.002, unit="%", digits=3)
 def _naive_6() -> float:
     # Llama 3 8B, one 8,192-token sequence, causal: the recompute's share of a training step
     return _naive_6_extra_percent(8192)
