@@ -410,3 +410,17 @@ def test_the_precision_check_can_fail():
     two = AnswerKey("ex-x", lambda: 0.35, abs_tol=0.005, decimals=2)
     assert _states_precision("保留两位小数", two) and not _states_precision("保留 3 位小数", two)
 
+
+def test_a_wrong_label_suggests_its_own_chapter_first():
+    """Not the first labels of the alphabet (ex-arch-1/layer ...): those of the chapter asked."""
+    def hint(label):
+        with pytest.raises(ValueError, match="没有练习") as e:
+            tmath.check(1.0, label)
+        return str(e.value).split("例如 ")[1].split("、")
+
+    assert hint("ex-tour-9")[:3] == ["ex-tour-1", "ex-tour-1/share", "ex-tour-2"]
+    assert hint("ex-flash-naive-9")[0] == "ex-flash-naive-1"
+    assert all(x.startswith("ex-flash-naive-") for x in hint("ex-flash-naive-9"))
+    assert hint("ex-mh-6/alpha-3")[:3] == ["ex-mh-6/a2", "ex-mh-6/alpha-1", "ex-mh-6/alpha-2"]
+    assert hint("ex-tuor-1")[0] == "ex-tour-1", "a misspelt chapter: the closest spelling"
+    assert len(hint(3)) == 5 and len(hint("ex-nope")) == 5
