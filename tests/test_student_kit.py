@@ -1120,3 +1120,30 @@ def test_grade_merge_refuses_an_unfilled_or_wrong_score_in_chinese(tmp_path, cap
     err = capsys.readouterr().err
     assert err.startswith("tmath grade-merge：错误：manual.csv：") and message in err, err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_grading_installs_nothing_and_asks_no_index(tmp_path):
+    """A PyTorch chapter's setup cell runs ``%pip install torch --index-url ...`` where torch is
+    missing: while grading, pip fails at once without a look at the index (here a local port
+    that records any connection), and the cells after it run."""
+    from tmath._grade_worker import run
+
+    index = socket.socket()
+    index.bind(("127.0.0.1", 0))
+    index.listen()
+    index.setblocking(False)
+    port = index.getsockname()[1]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"%pip install --quiet tmath-no-such-package==1.0 "
+                                  f"--index-url http://127.0.0.1:{port}/simple"),
+        nbformat.v4.new_code_cell("import os\nprint('after', os.environ.get('PIP_NO_INDEX'))")])
+    started = time.monotonic()
+    status = run(nb, 120, str(tmp_path), 60)
+    try:
+        with pytest.raises(BlockingIOError):
+            index.accept()  # nothing dialled the index
+    finally:
+        index.close()
+    assert status == {"status": "ok"}, status
+    assert time.monotonic() - started < 60
+    assert nb.cells[1].outputs[0]["text"] == "after 1\n"

@@ -54,6 +54,12 @@ def kernel_manager(folder: str, kernel_name: str = "python3"):
     return AsyncKernelManager(kernel_name=kernel_name, **unix_sockets(folder))
 
 
+#: pip in the kernel fails at once, without a look at any index (the setup cell of a PyTorch
+#: chapter runs ``%pip install torch`` where torch is missing): grading installs nothing, and
+#: has no network to install from anyway. A kit venv built with ``make grading-env TORCH=1``
+#: has torch, and the setup cell installs nothing.
+OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
 #: The error output a cell stopped at its time limit gets (what the student's feedback names).
 CELL_TIMEOUT_NAME = "单元格超时"
 
@@ -82,6 +88,8 @@ def run(nb, budget: float, folder: str, cell_limit: float | None = None) -> dict
     status: dict = {"status": "ok"}
     interrupted: list[int] = []
     index = 0
+    saved = {name: os.environ.get(name) for name in OFFLINE_PIP}
+    os.environ.update(OFFLINE_PIP)  # the kernel inherits this process's environment
     try:
         with client.setup_kernel():
             deadline = time.monotonic() + budget
@@ -110,6 +118,12 @@ def run(nb, budget: float, folder: str, cell_limit: float | None = None) -> dict
         status = {"status": "dead"}
     except Exception as e:  # noqa: BLE001 - reported in the student's row, never raised
         status = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     if interrupted:
         status["interrupted"] = interrupted
     shutil.rmtree(sockets, ignore_errors=True)
