@@ -10,12 +10,12 @@ book writes numbers (``25,905``, ``3.229 × 10²³``, ``$3.229\\times 10^{23}$``
 student who copies it gets the point.
 
 A number the key accepts by coincidence (another quantity of the chapter that falls within the
-tolerance) is listed in :data:`COINCIDENCES` with what it is. Two kinds of key are not searched,
-and are listed here by rule, not by hand:
+tolerance) is listed in :data:`COINCIDENCES` with what it is. Two rules narrow the search, and
+are stated here, not applied by hand:
 
-- a key whose value is small and round (a multiple of one half, at most :data:`ROUND_LIMIT`:
-  8, 12, 2.0, 4.5 ...): such numbers are everywhere in a chapter (a head count, a byte width),
-  and the exercise asks for the reasoning that leads to them;
+- for a key whose value is small and round (a multiple of one half, at most :data:`ROUND_LIMIT`:
+  8 cards, 12 layers, 4.5 times ...), only the numbers written with a decimal point (``29.0``,
+  ``96.02``): a bare 8 or 12 is everywhere in a chapter (a head count, a byte width);
 - the chapters of ``book/parallel/`` (collectives, data, tensor, pipeline-expert-context,
   together), which are being rewritten elsewhere: their leaks are open (see
   :data:`OPEN_CHAPTERS`).
@@ -44,6 +44,11 @@ COINCIDENCES: dict[tuple[str, str], str] = {
     ("ex-full-ledger-1/norms", "8192"): "the chapter's T = 8192; the answer is 2D of Llama 3 8B",
     ("ex-mh-4/head", "0.353"): "the paper's wrong weight in the erratum table, not head_3's component",
     ("ex-mh-6/alpha-2", "0.33"): "the paper's partial dot product 0.33, not the second weight",
+    ("ex-arch-2", "2.0"): "GPT-3 1.3B's learning rate (2.0 × 10⁻⁴) in the table of sizes, not F/d",
+    ("ex-energy-3", "26.9"): "seconds per training step in an erratum, not a utilization in %",
+    ("ex-moe-1/bf16", "16.00"): "a ratio of communication times in a table, not a number of cards",
+    ("ex-moe-1/fp8", "8.0"): "TP's message over link bandwidth in a table, not a number of cards",
+    ("ex-moe-1/fp8", "8.00"): "a ratio of communication times in a table, not a number of cards",
 }
 
 #: Answers that are a multiple of one half up to this are not searched (see the module's docstring).
@@ -177,12 +182,12 @@ def leaks(open_chapters: tuple[str, ...] = OPEN_CHAPTERS) -> dict[str, list[str]
             continue
         key = _KEYS[label]
         value = float(key.compute())
-        if _is_round(key, value):
-            continue
+        round_key = _is_round(key, value)
         if path not in texts:
             texts[path] = numbers_in(chapter_text(path))
         hits = sorted({written for x, written in texts[path]
-                       if key.accepts(x) and (label, written) not in COINCIDENCES})
+                       if key.accepts(x) and (label, written) not in COINCIDENCES
+                       and (not round_key or "." in written)})
         if hits:
             found[label] = hits
     return found
