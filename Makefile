@@ -8,8 +8,10 @@
 #   make grading-env   the kit installed into _build/grading-env, where `tmath grade` runs submissions
 #                      (TORCH=1: with PyTorch's CPU build, for grading the PyTorch chapters' cells)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
-#   make lab           open the notebooks in JupyterLab (installed on first use: requirements-lab.txt)
+#   make lab           open the notebooks in JupyterLab, converted into _build/lab so that they read as the
+#                      website does (scripts/lab_notebooks.py; JupyterLab installed on first use)
 #   make setup-cells   after editing repository.url in _config.yml: rewrite and re-run each notebook's setup cell
+#   make answer-hashes after changing an exercise's key: re-hash it in lib/tmath/answer_keys/hashes.json
 #   make clean         remove build outputs (keeps .venv)
 
 SHELL := /bin/bash
@@ -33,7 +35,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # torch and transformers from source again: importing SymPy takes 2.2 s instead of 0.3 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells
+.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells answer-hashes
 
 # The venv, with pip 26.3: put in by the system's pip where it has one (pip --python, 22.3+),
 # 4 s less than ensurepip's bundled pip and setuptools followed by an upgrade; else that way.
@@ -48,20 +50,21 @@ $(BIN)/python:
 # installs them as listed (--no-deps: no resolver run) and `pip check` proves the list
 # complete. --no-compile: Python compiles what it imports on first use and caches it (see
 # above); compiling every installed file (torch alone has thousands) up front doubles the
-# install time. `make test` installs both files in one pip call.
+# install time. `make test` installs the three files (the book's, the cross-checks', JupyterLab's) in one pip call.
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile --no-deps
 $(STAMP): requirements.txt lib/pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -r requirements.txt
 	$(BIN)/python -m pip check
 	@touch $@
 
-$(TEST_STAMP): requirements.txt requirements-crosscheck.txt lib/pyproject.toml | $(BIN)/python
-	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt
+$(TEST_STAMP): requirements.txt requirements-crosscheck.txt requirements-lab.txt lib/pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -r requirements.txt -r requirements-crosscheck.txt -r requirements-lab.txt
 	$(BIN)/python -m pip check
-	@touch $(STAMP) $@
+	@touch $(STAMP) $(LAB_STAMP) $@
 
-# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: only `make lab`,
-# `make notebooks` and `make setup-cells` need them, not the build or the tests.
+# JupyterLab and nbconvert (requirements-lab.txt), on top of the book's venv: `make lab`,
+# `make notebooks`, `make setup-cells` and `make test` (tests/test_lab_notebooks.py opens converted
+# notebooks in a real JupyterLab) need them, not the build.
 $(LAB_STAMP): requirements-lab.txt $(STAMP)
 	$(PIP_INSTALL) -r requirements-lab.txt
 	$(BIN)/python -m pip check
@@ -154,8 +157,12 @@ sandbox:
 test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
+# The notebooks as JupyterLab renders them: glue resolved into numbers, references and citations
+# as links and text, hidden cells collapsed (scripts/lab_notebooks.py), written into _build/lab; a
+# notebook changed there by the reader is kept. The book's sources stay in book/.
 lab: $(LAB_STAMP)
-	$(BIN)/jupyter lab book/
+	$(BIN)/python scripts/lab_notebooks.py _build/lab
+	$(BIN)/jupyter lab _build/lab
 
 # Each notebook's first code cell (hidden on the site) installs tmath from repository.url on Colab.
 setup-cells: $(TEST_STAMP) $(LAB_STAMP)
@@ -164,6 +171,12 @@ setup-cells: $(TEST_STAMP) $(LAB_STAMP)
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace $(IPC_KERNEL)=$$k/kernel "$$nb" 2>/dev/null \
 	    || exit 1; rm -rf "$$k"; \
 	done
+
+# The practice keys' slow hashes (tmath.exercises.KDF_ITERATIONS, about 1.3 s each) are stored
+# in the repository, so that a build does not spend minutes of CPU on them; this re-hashes the
+# keys that changed (tests/test_exercises.py fails until it has run).
+answer-hashes: $(STAMP)
+	env -u TMATH_KDF_ITERATIONS $(BIN)/python -m tmath.exercises
 
 clean:
 	rm -rf _build

@@ -5,7 +5,11 @@
 writes ``OUT/transformer-math-kit/`` and ``OUT/transformer-math-kit.zip`` with
 
 - ``notebooks/``: every notebook of the book as the student edition serves it
-  (``book/_ext/student_edition.py``: no solution, an answer cell after each exercise);
+  (``book/_ext/student_edition.py``: no solution, an answer cell after each exercise),
+  converted for plain JupyterLab (``scripts/lab_notebooks.py``: numbers in place of glue,
+  links and author–year text in place of references and citations, hidden cells collapsed,
+  their asserts removed), and the book's ``.md`` pages (preface, notation, bibliography) the
+  notebooks link to, converted the same way;
 - ``tmath-<version>-py3-none-any.whl``: the library without ``tmath/answer_keys/``; in
   their place ``tmath/_answer_hashes.py`` holds, per key, its tolerance and a salted
   hash of its grid cell (:func:`tmath.exercises.hash_table`, computed from the real
@@ -39,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import lab_notebooks  # noqa: E402
 from student_edition import strip_notebook  # noqa: E402
 
 from book_pdf import toc_pages  # noqa: E402
@@ -46,13 +51,15 @@ from setup_cells import needs_torch, pinned  # noqa: E402
 
 KIT_NAME = "transformer-math-kit"
 #: What a student's environment needs besides tmath's own dependencies (lib/pyproject.toml):
-#: the notebooks import matplotlib (figures; mplfonts is its Chinese font), IPython's display,
-#: ipywidgets (the calculator appendix) and myst-nb (tmath.nb.glue records the numbers the
-#: book's prose cites); ipykernel runs them. JupyterLab, which opens them, comes with all it
-#: requires from requirements-lab.txt (:data:`LAB`).
-#: Not needed: jupyter-book and Sphinx's extensions, playwright, pytest, ruff. PyTorch and
-#: transformers: only the notebooks listed in the README, which install them on first run.
-ROOTS = ("ipykernel", "ipywidgets", "matplotlib", "mplfonts", "myst-nb")
+#: the notebooks import matplotlib (figures; mplfonts is its Chinese font), IPython's display
+#: and ipywidgets (the calculator appendix); ipykernel runs them. JupyterLab, which opens them,
+#: comes with all it requires from requirements-lab.txt (:data:`LAB`).
+#: Not needed: myst-nb, and with it Sphinx and SQLAlchemy (23 packages): the kit's notebooks
+#: have their glue resolved into their text (scripts/lab_notebooks.py), and the glue calls of
+#: their hidden cells write their records without it (tmath.nb.glue). Nor jupyter-book and
+#: Sphinx's extensions, playwright, pytest, ruff. PyTorch and transformers: only the notebooks
+#: listed in the README, which install them on first run.
+ROOTS = ("ipykernel", "ipywidgets", "matplotlib", "mplfonts")
 #: JupyterLab's whole closure, pinned: the book's venv does not install it (`make lab` does).
 LAB = ROOT / "requirements-lab.txt"
 
@@ -108,15 +115,26 @@ def requirements(roots: tuple[str, ...] = ROOTS) -> list[str]:
     return [f"{n}=={out[n]}" for n in sorted(out)]
 
 
-def student_notebooks() -> list[tuple[Path, nbformat.NotebookNode]]:
-    """(path under ``notebooks/``, stripped notebook) for every notebook page of the book."""
+def student_notebooks(book: lab_notebooks.Book | None = None) -> list[tuple[Path, nbformat.NotebookNode]]:
+    """(path under ``notebooks/``, notebook) for every notebook page of the book: stripped of
+    its solutions, then converted for plain JupyterLab (``scripts/lab_notebooks.py``: glue
+    resolved, references and citations as text and links, hidden cells collapsed, and the
+    hidden cells' asserts, which may bound an answer, removed)."""
+    book = book or lab_notebooks.Book.load()
     out = []
     for page in toc_pages():
         path = ROOT / f"{page}.ipynb"
         if path.is_file():
             nb = strip_notebook(nbformat.read(path, as_version=4))
-            out.append((path.relative_to(ROOT / "book"), nb))
+            out.append((path.relative_to(ROOT / "book"), lab_notebooks.convert(nb, page, book, student=True)))
     return out
+
+
+def student_pages(book: lab_notebooks.Book) -> list[tuple[Path, str]]:
+    """(path under ``notebooks/``, plain Markdown) for the book's ``.md`` pages (the preface,
+    the notation, the bibliography), which the notebooks link to."""
+    return [(Path(f"{page}.md").relative_to("book"), lab_notebooks.convert_md_page(page, book, student=True))
+            for page in toc_pages() if (ROOT / f"{page}.md").is_file()]
 
 
 def build_wheel(out: Path) -> Path:
@@ -185,6 +203,11 @@ pip install -r requirements.txt {wheel}
 jupyter lab notebooks/
 ```
 
+正文里的数都已经写好（网页版由代码算出后嵌入正文，这里也一样），交叉引用是指向同一文件夹里其他笔记本的链接，
+文献写成“作者, 年份”，点击可打开原文。折叠起来的单元格（点左侧的竖条或“…”展开）是网页上隐藏的代码：
+以 `# 记账单元格（网站上隐藏）` 开头的单元格记下正文要用的数，以 `# 网站上只显示这个单元格的输出` 开头的
+单元格画图或列表。它们不必细读，但要和其他单元格一起运行。
+
 每个笔记本第一个单元格检查环境。下面 {n_torch} 个笔记本还要用 PyTorch 和 transformers：{torch_list}。
 第一次运行时，它们的第一个单元格会自动安装 CPU 版 PyTorch（约 200 MB，需要能访问 download.pytorch.org）；
 也可以事先手动安装：
@@ -219,9 +242,12 @@ my_answer("ex-tour-1", None)  # 整数，单位：个参数
 
 ## 自查的限度
 
-这个 tmath 里没有答案：每道练习题只存了它的容差和一个加盐的哈希值（PBKDF2，故意算得慢，每算一次约 0.1 秒），
-检查器只能比较“你的答案落在哪个格点”，不能把答案还原出来。不过容差之内的格点不多，执意的人可以一个格点一个格点地试：
-一道题快则几分钟，慢则几小时，小的整数（几张卡、几个头）一试就中。自查只是让你不必、也不能顺手偷看答案。
+这个 tmath 里没有答案：每道练习题只存了它的容差和一个加盐的哈希值
+（PBKDF2，故意算得慢：一个 CPU 核上每算一次约 1.4 秒），
+检查器只能比较“你的答案落在哪个格点”，不能把答案还原出来。所以自查要等一等：对的答案通常算一两次，约 1–2 秒；
+错的答案要把附近 9 个格点都算一遍，有几个核就同时算几个（两核约 8 秒）。执意的人可以一个格点一个格点地试：
+在一个核上，一道典型的题（中位数）不知道数量级时要一个多小时，知道数量级时约十分钟；小的整数（几张卡、几个头）一试就中。
+自查只是让你不必、也不能顺手偷看答案。
 老师要计分的题，课程包里连哈希都没有：答案单元格只记下你的答案，不做自查（会显示“这道题由老师评分”）。
 成绩以老师评分为准：老师会在沙箱里从头运行你交上来的笔记本，用完整的答案核对。
 
@@ -256,11 +282,16 @@ def build_kit(out: Path = ROOT / "_build" / "student-kit") -> Path:
     """Build the kit folder and its zip under ``out``; returns the folder."""
     kit = out / KIT_NAME
     shutil.rmtree(kit, ignore_errors=True)
-    notebooks = student_notebooks()
+    book = lab_notebooks.Book.load()
+    notebooks = student_notebooks(book)
     for rel, nb in notebooks:
         path = kit / "notebooks" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
+    for rel, text in student_pages(book):
+        path = kit / "notebooks" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     wheel = build_wheel(kit)
     (kit / "requirements.txt").write_text(
         "# 《Transformer 的数学》课程包：运行笔记本所需的软件包（版本固定）\n"

@@ -424,3 +424,66 @@ def test_help_is_chinese(capsys):
     assert e.value.code == 0 and out.startswith("用法：tmath ledger")
     assert "显示这段帮助并退出" in out and "含 config.json 的模型文件夹" in out
     assert "show this help" not in out and "options:" not in out
+
+
+def test_ledger_decode_counts_the_tp_all_reduces():
+    """Issue 32 item 9: `ledger --tp 8` priced a Llama 3 70B decode step at the HBM bound alone
+    and left out the 2L = 160 all-reduces the together page counts.  The ledger now also
+    prints the step of tmath.serving.decode_step, the function that page calls."""
+    from tmath import comm, preset
+    from tmath.hardware import link
+    from tmath.serving import NCCL_BASE_LATENCY, decode_step
+
+    r = run("ledger", "--preset", "llama3-70b", "--tp", "8", "--seq-len", "8192", "--json")
+    assert r.returncode == 0, r.stderr
+    led = json.loads(r.stdout)
+    ds = led["decode_step"]
+    # the step producing the 8,192nd token: 8,191 cached, 2 all-reduces per layer of one
+    # token's bf16 hidden state (D = 8192) over 8 GPUs on NVLink
+    assert (ds["context_len"], ds["all_reduces"], ds["all_reduce_bytes"]) == (8191, 160, 8192 * 2)
+    assert ds["link"] == "NVLink4" and ds["nccl"] is True
+    one = comm.nccl_time("all_reduce", 8192 * 2, 8, intra=link("NVLink4"), base=False)
+    assert ds["all_reduce_seconds"] == pytest.approx(one, rel=1e-12)
+    # HBM by hand: every weight but the looked-up embedding, and 8,191 tokens of KV
+    # (80 layers x 8 KV heads x 128 x K and V x 2 bytes), an eighth each, at 3.35 TB/s
+    cfg = preset("llama3-70b")
+    weights = (70_553_706_496 - 128_256 * 8192) * 2
+    kv = 8191 * 80 * 8 * 128 * 2 * 2
+    assert ds["memory_seconds"] == pytest.approx((weights + kv) / 8 / 3.35e12, rel=1e-9)
+    assert ds["step_seconds"] == pytest.approx(ds["memory_seconds"] + 160 * one, rel=1e-12)
+    assert ds["step_seconds_nccl_base"] - ds["step_seconds"] == pytest.approx(
+        160 * NCCL_BASE_LATENCY, rel=1e-9)
+    # one path: the together page's function gives the same step
+    page = decode_step(cfg, "H100", tp=8, batch=1, context_len=8191)
+    assert ds["step_seconds"] == page.seconds
+    # the HBM-only bound is still there, and named as such
+    assert ds["step_seconds"] > led["decode"]["step_seconds"] + 159 * one
+    text = run("ledger", "--preset", "llama3-70b", "--tp", "8", "--seq-len", "8192").stdout
+    assert "解码一步的下界（只计 HBM 读取）" in text and "160 次 all-reduce（NVLink4）" in text
+    assert f"{ds['step_seconds'] * 1e3:.3f} ms" in text
+    assert "不与计算重叠" in text and "不是下界" in text  # the convention, stated
+
+
+@pytest.mark.parametrize("args, shown", [
+    (["--preset", "gpt2"], "无（TP=1）"),  # T = max_position: the step of the last token
+    (["--preset", "llama3-8b", "--tp", "4", "--gpu", "TPUv5e"], "64 次 all-reduce（ICI-v5e）"),
+])
+def test_ledger_decode_step_one_gpu_and_other_links(args, shown):
+    r = run("ledger", *args)
+    assert r.returncode == 0, r.stderr
+    assert shown in r.stdout
+    assert "NCCL 基础延迟" not in r.stdout  # NCCL's constant belongs to NVIDIA's links only
+
+
+def test_ledger_decode_without_link_data_says_what_it_left_out():
+    from tmath.hardware import NODES, hardware_names
+
+    bare = next((g for g in hardware_names() if g not in NODES), None)
+    if bare is None:
+        pytest.skip("every GPU has node data")
+    r = run("ledger", "--preset", "llama3-8b", "--tp", "2", "--gpu", bare, "--json")
+    assert r.returncode == 0, r.stderr
+    ds = json.loads(r.stdout)["decode_step"]
+    assert ds["priced"] is False and ds["comm_seconds"] is None and ds["all_reduces"] == 64
+    text = run("ledger", "--preset", "llama3-8b", "--tp", "2", "--gpu", bare).stdout
+    assert "未计（无链路数据）" in text and "这些 all-reduce 未计" in text

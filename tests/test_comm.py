@@ -132,14 +132,24 @@ def test_no_module_imports_back_up():
 
 def test_links_are_per_direction_and_cited():
     links = hardware.LINKS
-    assert set(links) == {"NVLink4", "NVLink5", "PCIe5x16", "IB-NDR", "ICI-v5e"}
-    assert links["NVLink4"].bandwidth == 450e9 and links["NVLink4"].bidirectional == 900e9
-    assert links["NVLink5"].bandwidth == 900e9
-    assert links["PCIe5x16"].bandwidth == 64e9
-    assert links["IB-NDR"].bandwidth == 400e9 / 8  # 400 Gb/s a port
+    assert set(links) == {"NVLink4", "NVLink5", "PCIe5x16", "IB-NDR", "ICI-v5e",
+                          # issue 32, item 11 (tests/test_plan_hw.py checks their figures)
+                          "NVLink3", "NVLink-H800", "IB-HDR", "ICI-v4", "ICI-v5p", "ICI-v6e",
+                          "DCN-v4", "DCN-v5e", "DCN-v5p", "DCN-v6e"}
+    # the line rates (the ceilings); the bandwidths the model uses are NCCL's, tested below
+    assert links["NVLink4"].ceiling == 450e9 and links["NVLink4"].bidirectional == 900e9
+    assert links["NVLink5"].ceiling == 900e9
+    assert links["NVLink3"].ceiling == 300e9 and links["NVLink3"].bandwidth == 12 * 20.0e9
+    assert links["PCIe5x16"].ceiling == 64e9
+    assert links["IB-NDR"].ceiling == 400e9 / 8  # 400 Gb/s a port
+    assert links["IB-HDR"].ceiling == 200e9 / 8 and links["IB-HDR"].bandwidth == 24e9
     assert links["ICI-v5e"].bandwidth * 2 * 4 == 400e9  # 4 ports, 400 GB/s both ways per chip
+    # H800's NVLink: the DeepSeek-V3 report's 160 GB/s, under NVIDIA's 400 GB/s both ways
+    assert links["NVLink-H800"].bandwidth == 160e9 and links["NVLink-H800"].bidirectional == 400e9
     for lk in links.values():
-        assert lk.bidirectional == 2 * lk.bandwidth
+        assert lk.bidirectional == 2 * lk.ceiling
+        assert lk.bandwidth <= lk.ceiling
+        assert lk.effective_source is None or lk.effective_source in SOURCES
         assert lk.topology in comm.TOPOLOGIES
         assert lk.source in SOURCES
         assert lk.alpha > 0
@@ -168,10 +178,12 @@ def test_sources_and_the_bibliography_hold_the_same_keys():
 # --- NCCL's cost model: protocols, and groups that span nodes ---------------------------------
 
 def test_nccl_protocol_constants_match_tuning_cc():
-    # NVIDIA/nccl src/graph/tuning.cc: baseLatencies ring {6.6, 14.0, 8.4} us; hwLatencies ring
+    # NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc: baseLat ring {6.6, 14.0, 8.4} us; hwLat ring
     # NVLink {0.6, 1.9, 3.4}, PCI {1.0, 2.5, 5.7}, NET {2.7, 4.0, 14.0} us
+    assert comm.NCCL_VERSION == "v2.27.7-1"
     assert [p.base_latency * 1e6 for p in comm.PROTOCOLS.values()] == pytest.approx([6.6, 14, 8.4])
-    assert [p.efficiency for p in comm.PROTOCOLS.values()] == pytest.approx([0.25, 0.92, 1.0])
+    # LL: min(llMaxBw, busBw * .5); LL128: busBw * 0.92 (since 2.21.5; LL was 1/4 before)
+    assert [p.efficiency for p in comm.PROTOCOLS.values()] == pytest.approx([0.5, 0.92, 1.0])
     us = {k: [x * 1e6 for x in hardware.link(k).step_latency]
           for k in ("NVLink4", "PCIe5x16", "IB-NDR")}
     assert us == {"NVLink4": pytest.approx([0.6, 1.9, 3.4]),
@@ -181,17 +193,60 @@ def test_nccl_protocol_constants_match_tuning_cc():
     assert all(lk.alpha == lk.step_latency[2] for lk in hardware.LINKS.values() if lk.step_latency)
 
 
+def test_links_are_nccl_effective_with_the_line_rate_as_ceiling():
+    # topo.h SM90_NVLINK_BW 20.6 GB/s x 18 links; the line rate 25 GB/s x 18 (nccl-tests #212)
+    nv = hardware.link("NVLink4")
+    assert nv.bandwidth == pytest.approx(370.8e9) and nv.ceiling == 450e9
+    assert nv.bidirectional == 900e9 and nv.effective_source == "nccl-topo"
+    assert hardware.link("NVLink5").bandwidth == pytest.approx(721.8e9)  # SM100: 40.1 x 18
+    # PCIe 5.0 x16: 16 lanes x 24 Gb/s (kvDictPciGen "32.0 GT/s PCIe" -> 240 x 100 Mb/s) / 8
+    pcie = hardware.link("PCIe5x16")
+    assert pcie.bandwidth == pytest.approx(48e9) and pcie.ceiling == 64e9
+    # a 400 Gb/s NIC: 50 GB/s line rate, no Hopper ring channel faster than 48 GB/s
+    ib = hardware.link("IB-NDR")
+    assert ib.bandwidth == pytest.approx(48e9) and ib.ceiling == 50e9
+    # a link without an effective figure: its bandwidth is its ceiling
+    ici = hardware.link("ICI-v5e")
+    assert ici.line_rate is None and ici.ceiling == ici.bandwidth
+    for lk in hardware.LINKS.values():
+        assert lk.bandwidth <= lk.ceiling <= lk.bidirectional
+
+
+def test_one_gb_all_reduce_on_8_h100_is_priced_at_the_effective_bandwidth():
+    # by hand: Simple, 8.4 us + 14 steps x 3.4 us + 2 x 7/8 x 1e9 B / 370.8e9 B/s = 4.78 ms
+    # (at the 450 GB/s line rate it was 3.94 ms)
+    by_hand = 8.4e-6 + 14 * 3.4e-6 + 1.75e9 / 370.8e9
+    t = comm.nccl_time("all_reduce", 1e9, 8, intra="NVLink4")
+    assert t == pytest.approx(by_hand)
+    assert round(t * 1e3, 2) == 4.78
+
+
 def test_nccl_time_one_node_by_hand():
-    n, v, w = 8, 64e6, 450e9
+    n, v, w = 8, 64e6, 370.8e9
     t = comm.nccl_times("all_reduce", v, n, intra="NVLink4")
     load = 2 * 7 / 8 * v
     assert t["Simple"] == pytest.approx(8.4e-6 + 14 * 3.4e-6 + load / w)
-    assert t["LL"] == pytest.approx(6.6e-6 + 14 * 0.6e-6 + load / (w / 4))
+    # LL: min(llMaxBw = 141 GB/s on Hopper, 370.8 / 2 = 185.4 GB/s) = 141 GB/s
+    assert t["LL"] == pytest.approx(6.6e-6 + 14 * 0.6e-6 + load / 141e9)
     assert t["LL128"] == pytest.approx(14e-6 + 14 * 1.9e-6 + load / (0.92 * w))
     assert comm.nccl_time("all_reduce", v, n, intra="NVLink4") == min(t.values())
-    # LL reaches a third of the bandwidth in a one-node all-gather
+    # one rule for every collective now: the one-node all-gather's LL is capped the same way
     ag = comm.nccl_times("all_gather", v, n, intra="NVLink4")["LL"]
-    assert ag == pytest.approx(6.6e-6 + 7 * 0.6e-6 + 7 / 8 * v / (w / 3))
+    assert ag == pytest.approx(6.6e-6 + 7 * 0.6e-6 + 7 / 8 * v / 141e9)
+    # on PCIe half the bus bandwidth is below the cap: 24 GB/s
+    pc = comm.nccl_times("all_reduce", v, n, intra="PCIe5x16")["LL"]
+    assert pc == pytest.approx(6.6e-6 + 14 * 1.0e-6 + load / 24e9)
+
+
+def test_ll_bandwidth_crossover_batch_is_41_sequences():
+    # LL on 8 H100s: alpha 0.6 us, W = 141 GB/s; B* = n alpha W / (D b) for D = 8192, bf16
+    ll = comm.PROTOCOLS["LL"]
+    w = ll.bus_bandwidth(hardware.link("NVLink4").bandwidth, intra="NVLink4")
+    assert w == 141e9
+    assert 8 * 0.6e-6 * w / (8192 * 2) == pytest.approx(41.308, abs=1e-3)
+    # across nodes LL's cap is the CPU's: 39.0 GB/s on 2 Intel nodes, 20.4 on more
+    assert ll.bus_bandwidth(370.8e9, nodes=2) == 39.0e9
+    assert ll.bus_bandwidth(370.8e9, nodes=3) == 20.4e9
 
 
 def test_nccl_time_picks_ll_when_small_simple_when_large():
@@ -202,18 +257,25 @@ def test_nccl_time_picks_ll_when_small_simple_when_large():
 
 
 def test_group_spanning_nodes_uses_one_nic_per_member():
-    # 64 GPUs on 8 nodes, 8 per node: the node's 8 NICs carry the ring, 400 GB/s < NVLink's 450
-    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=8) == 400e9
-    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=1) == 50e9
-    assert comm.group_bandwidth(8, intra="NVLink4") == 450e9
+    # 64 GPUs on 8 nodes, 8 per node: the node's 8 NICs carry 8 x 48 = 384 GB/s, more than
+    # NVLink's effective 370.8: NVLink sets the bus bandwidth
+    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=8) == 370.8e9
+    assert comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=1) == 48e9
+    assert comm.group_bandwidth(8, intra="NVLink4") == 370.8e9
     t = comm.nccl_times("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=8)
-    lat = 8.4e-6 + (126 - 14) * 3.4e-6 + 14 * 14e-6  # 2(nodes-1) = 14 steps on the network
-    assert t["Simple"] == pytest.approx(lat + 2 * 63 / 64 * 1e9 / 400e9)
+    # 2(nodes-1) = 14 steps on the network; the other 112 pay max(3.4 us, 3 x 1 us net overhead)
+    lat = 8.4e-6 + (126 - 14) * 3.4e-6 + 14 * 14e-6
+    assert t["Simple"] == pytest.approx(lat + 2 * 63 / 64 * 1e9 / 370.8e9)
+    # LL128 on the same group: intra steps pay max(1.9, 1.0) us
+    assert t["LL128"] == pytest.approx(14e-6 + 112 * 1.9e-6 + 14 * 4.0e-6
+                                       + 2 * 63 / 64 * 1e9 / (0.92 * 370.8e9))
+    # one member per node: every step crosses the network at Tree's latency ("ppn=1")
     one = comm.nccl_times("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=1)
-    assert one["Simple"] == pytest.approx(8.4e-6 + 126 * 14e-6 + 2 * 63 / 64 * 1e9 / 50e9)
+    assert one["Simple"] == pytest.approx(8.4e-6 + 126 * 14e-6 + 2 * 63 / 64 * 1e9 / 48e9)
+    assert one["LL"] == pytest.approx(6.6e-6 + 126 * 5.0e-6 + 2 * 63 / 64 * 1e9 / 20.4e9)
     # all-to-all across nodes: (n - g)/n of the input leaves through the GPU's own NIC
     a2a = comm.nccl_times("all_to_all", 64e6, 16, intra="NVLink4", inter="IB-NDR", per_node=8)
-    assert a2a["Simple"] == pytest.approx(8.4e-6 + 15 * 14e-6 + 8 / 16 * 64e6 / 50e9)
+    assert a2a["Simple"] == pytest.approx(8.4e-6 + 15 * 14e-6 + 8 / 16 * 64e6 / 48e9)
 
 
 @pytest.mark.parametrize("call, exc, word", [

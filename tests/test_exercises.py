@@ -1,5 +1,6 @@
 """tmath.check: right answers pass, wrong ones fail, the key is never shown, bad input is refused."""
 
+import dataclasses
 import math
 import re
 from decimal import Decimal
@@ -309,6 +310,68 @@ def test_the_hashes_are_pbkdf2_at_the_book_s_cost(monkeypatch):
     # OpenSSL's bytes (hashlib.pbkdf2_hmac, printed once) for more than one iteration
     assert pbkdf2_sha256(b"ex-1:+3", b"salt", 5).hex() == (
         "ffcda05bd014bb004121d33a3cda374a6da9fff144584aba854a3efb39f68219")
+
+
+def test_the_stored_hashes_are_current():
+    """The builds read the slow hashes from lib/tmath/answer_keys/hashes.json: every key has one,
+    made from its present cell, grid and salt at KDF_ITERATIONS (``make answer-hashes``), one
+    salt per key; and two of them, recomputed here at full cost, are the hashes of their
+    key's cell (a count and an absolute tolerance; ex-tour-2, a relative one, is recomputed in
+    the test above)."""
+    import hashlib
+    import json
+
+    from tmath.exercises import HASH_STORE, KDF_ITERATIONS, _fingerprint, _key_cell
+
+    tmath.exercises._load()
+    store = json.loads(HASH_STORE.read_text(encoding="utf-8"))
+    keys = tmath.exercises._KEYS
+    stale = sorted(label for label, key in keys.items()
+                   if label not in store or store[label]["iterations"] != KDF_ITERATIONS
+                   or store[label]["check"] != _fingerprint(key, _key_cell(key), store[label]["salt"],
+                                                            KDF_ITERATIONS))
+    assert not stale, f"answer_keys/hashes.json is out of date for {stale}: run `make answer-hashes`"
+    assert set(store) == set(keys), "hashes of keys that are gone: run `make answer-hashes`"
+    salts = [entry["salt"] for entry in store.values()]
+    assert len(set(salts)) == len(salts) and all(re.fullmatch(r"[0-9a-f]{32}", s) for s in salts)
+    count = next(label for label, key in sorted(keys.items()) if key.count and key.compute() > 100)
+    absolute = next(label for label, key in sorted(keys.items()) if key.abs_tol and not key.count)
+    for label in (count, absolute):
+        key = keys[label]
+        value = float(key.compute())
+        if key.count:
+            cell = f"{round(value)}"
+        else:
+            cell = f"{math.floor(value / (key.abs_tol / 4))}"
+        want = hashlib.pbkdf2_hmac("sha256", f"{label}:{cell}".encode(),
+                                   bytes.fromhex(store[label]["salt"]), KDF_ITERATIONS).hex()
+        assert store[label]["digest"] == want, label
+
+
+def test_the_store_rehashes_only_what_changed(monkeypatch, tmp_path):
+    """``make answer-hashes`` keeps the current hashes, hashes a key whose value moved to another
+    cell with a fresh salt, and a table built at another iteration count ignores the store."""
+    import json
+
+    import tmath.exercises as ex
+
+    ex._load()
+    monkeypatch.setattr(ex, "HASH_STORE", tmp_path / "hashes.json")
+    monkeypatch.setattr(ex, "KDF_ITERATIONS", 50)
+    assert ex.write_hash_store() == (0, len(ex._KEYS))
+    first = json.loads(ex.HASH_STORE.read_text(encoding="utf-8"))
+    assert ex.write_hash_store() == (len(ex._KEYS), 0)
+    key = ex._KEYS["ex-tour-2"]
+    moved = float(key.compute()) * 1.5
+    monkeypatch.setitem(ex._KEYS, "ex-tour-2", dataclasses.replace(key, compute=lambda: moved))
+    assert ex.write_hash_store() == (len(ex._KEYS) - 1, 1)
+    second = json.loads(ex.HASH_STORE.read_text(encoding="utf-8"))
+    assert second["ex-tour-2"]["salt"] != first["ex-tour-2"]["salt"]
+    assert {k: v for k, v in second.items() if k != "ex-tour-2"} == {
+        k: v for k, v in first.items() if k != "ex-tour-2"}
+    hashed = ex.AnswerKey("ex-tour-2", None, **ex.hash_table(["ex-tour-2"], iterations=50)["ex-tour-2"])
+    assert hashed.accepts(moved) and not hashed.accepts(moved / 1.5)
+    assert ex.hash_table(["ex-tour-2"], iterations=51)["ex-tour-2"]["salt"] != second["ex-tour-2"]["salt"]
 
 
 @pytest.mark.parametrize(

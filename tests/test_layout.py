@@ -196,7 +196,12 @@ def test_cp_ring_passes_kv_three_times():
     chunk = 2 * 2048 * 8 * 128 * 2  # K and V of 2048 positions, 8 KV heads of 128, bf16
     assert lay.kv_chunk_nbytes == chunk
     assert axis_bytes(lay, "cp", "forward") == 32 * 3 * chunk
-    assert axis_bytes(lay, "cp") == 32 * 9 * chunk  # forward 3, backward 6
+    # backward (ring-flash-attention): K, V 3 hops again, and the dK, dV accumulated in fp32
+    # (twice the bf16 chunk) 4 hops, one more: the last brings them back to their owner
+    assert axis_bytes(lay, "cp", "backward") == 32 * (3 * chunk + 4 * 2 * chunk)
+    assert axis_bytes(lay, "cp") == 32 * 14 * chunk
+    bf16_grads = build_layout(L8, cp=4, seq_len=8192, micro_batch=1, cp_grad_bytes=2)
+    assert axis_bytes(bf16_grads, "cp", "backward") == 32 * 7 * chunk
     # CP ranks hold the same weights: their gradients are reduced with the DP ranks
     assert build_layout(L8, cp=4, dp=2, seq_len=8192, global_batch=2).dp_group == 8
 
@@ -246,3 +251,43 @@ def test_f_must_split_over_tp():
     with pytest.raises(LayoutError, match="intermediate_size=14335") as e:
         build_layout(odd, tp=2, seq_len=128)
     assert e.value.field == "tp"
+
+
+def test_the_llama3_order_puts_pp_inside_dp():
+    """Issue 32 item 8: the Llama 3 paper orders the mesh [TP, CP, PP, DP]; tmath's default is
+    Megatron-LM's tp, cp, dp, pp.  On nodes of 8 with tp = 4, pp = 2, dp = 2 the order decides
+    which of DP and PP rides NVLink."""
+    kw = dict(tp=4, pp=2, dp=2, seq_len=4096)
+    meg, l3 = build_layout(L8, **kw), build_layout(L8, order="llama3", **kw)
+    assert meg.order == ("tp", "cp", "dp", "pp") and l3.order == ("tp", "cp", "pp", "dp")
+    # rank = tp + 4·dp + 8·pp (Megatron) against rank = tp + 4·pp + 8·dp (Llama 3)
+    assert meg.coords(4) == {"tp": 0, "cp": 0, "dp": 1, "pp": 0, "ep": 0}
+    assert l3.coords(4) == {"tp": 0, "cp": 0, "dp": 0, "pp": 1, "ep": 0}
+    assert l3.coords(13) == {"tp": 1, "cp": 0, "dp": 1, "pp": 1, "ep": 0}
+    assert (meg.links["dp"], meg.links["pp"]) == ("NVLink4", "IB-NDR")
+    assert (l3.links["dp"], l3.links["pp"]) == ("IB-NDR", "NVLink4")
+    # the bytes are the order's business only through the links
+    assert meg.comm_bytes_per_gpu() == l3.comm_bytes_per_gpu()
+    # every rank has one place on the mesh under either order
+    for lay in (meg, l3):
+        seen = {tuple(lay.coords(r)[a] for a in ("tp", "dp", "pp")) for r in range(16)}
+        assert len(seen) == 16
+
+
+def test_llama3_table4_rides_the_same_links_under_either_order():
+    """With TP = 8 filling a node of 8, every other group crosses nodes whatever the order:
+    the together page states it, this checks it for the paper's three rows."""
+    from tmath.plan import llama3_405b_layout
+
+    cfg = tmath.preset("llama3.1-405b")
+    for row in range(3):
+        kw = llama3_405b_layout(row)
+        kw = {k: v for k, v in kw.items() if k != "recipe"}
+        meg, l3 = build_layout(cfg, **kw), build_layout(cfg, order="llama3", **kw)
+        assert meg.links == l3.links and meg.comm_bytes_per_gpu() == l3.comm_bytes_per_gpu()
+
+
+def test_an_unknown_order_is_refused_by_name():
+    with pytest.raises(LayoutError, match="llama3") as e:
+        build_layout(L8, tp=2, seq_len=4096, order="pp-first")
+    assert e.value.field == "order"

@@ -14,7 +14,7 @@ from tmath import comm
 from tmath.cli import main
 from tmath.layout import build_layout
 from tmath.memory import activation_bytes
-from tmath.plan import build_plan
+from tmath.plan import build_plan, render_text
 
 L405 = ["--preset", "llama3.1-405b", "--dp", "128", "--tp", "8", "--pp", "16", "--zero", "1",
         "--micro-batch", "1", "--global-batch", "2048", "--seq-len", "8192",
@@ -141,4 +141,45 @@ def test_dp_group_members_per_node_choose_the_network_bandwidth():
             assert c["seconds_each"] == pytest.approx(want)
     bw = {k: comm.group_bandwidth(16, intra="NVLink4", inter="IB-NDR", per_node=g)
           for k, g in (("wide", 8), ("thin", 1))}
-    assert bw == {"wide": 400e9, "thin": 50e9}
+    # wide: 8 NICs x 48 GB/s exceed NVLink's effective 370.8 GB/s; thin: one NIC, 48 GB/s
+    assert bw == {"wide": pytest.approx(370.8e9), "thin": 48e9}
+
+
+def test_step_time_is_an_estimate_not_a_bound():
+    # compute at peak: with no communication the plan prints MFU 100 %, so its step time is
+    # no upper bound (real kernels are slower) and the text must not call it one
+    cfg = tmath.preset("llama3-8b")
+    solo = build_plan(cfg, dp=1, micro_batch=1, global_batch=1, seq_len=1024, gpu="H100")
+    assert solo["mfu"] == pytest.approx(1.0)
+    text = render_text(solo)
+    assert "合计（上界）" not in text and "：上界" not in text
+    assert "峰值算力，不重叠" in text and "计算按峰值" in text
+    assert any("不是上界也不是下界" in c for c in solo["conventions_zh"])
+
+
+def test_conventions_name_the_nccl_tag_and_the_effective_bandwidth():
+    # the text is typed in plan.CONVENTIONS_ZH: it must follow the library's constants
+    from tmath.hardware import link
+    from tmath.plan import CONVENTIONS_ZH
+
+    step = next(c for c in CONVENTIONS_ZH if c.startswith("步时"))
+    nv = link("NVLink4")
+    assert comm.NCCL_VERSION in step
+    assert f"{nv.bandwidth / 1e9:g} GB/s" in step and f"线速 {nv.ceiling / 1e9:g} GB/s" in step
+
+
+def test_order_flag_gives_the_llama3_mesh(capsys):
+    """`--order llama3` lays ranks out as the Llama 3 paper does, [TP, CP, PP, DP]: with tp=4,
+    pp=2, dp=2 on nodes of 8 the gradient all-reduce leaves the node and the pipeline's sends
+    stay on NVLink; Megatron's order (the default) does the opposite."""
+    args = ("--preset", "llama3-8b", "--tp", "4", "--pp", "2", "--dp", "2")
+    meg, l3 = plan_json(capsys, *args), plan_json(capsys, *args, "--order", "llama3")
+    assert meg["settings"]["order"] == "megatron" and l3["settings"]["order"] == "llama3"
+    assert (meg["links"]["dp"], meg["links"]["pp"]) == ("NVLink4", "IB-NDR")
+    assert (l3["links"]["dp"], l3["links"]["pp"]) == ("IB-NDR", "NVLink4")
+    assert meg["comm_bytes_per_gpu"] == l3["comm_bytes_per_gpu"]
+    assert l3["comm_time_s"]["dp"] > 5 * meg["comm_time_s"]["dp"]  # the NIC against NVLink
+    assert "tp、cp、pp、dp" in l3["conventions_zh"][-1]
+    assert "tp、cp、dp、pp" in meg["conventions_zh"][-1]
+    assert main(["plan", *args, "--order", "dp-first"]) == 2
+    assert "--order" in capsys.readouterr().err

@@ -30,6 +30,7 @@ import tmath
 from tmath import cli
 from tmath.cli import main
 from tmath.errors import has_chinese
+from tmath.hardware import NODES
 from tmath.layout import build_layout
 
 CAP_EXTRA = 2**30  # bytes of address space a capped block may take beyond what it holds
@@ -335,17 +336,26 @@ INT_VALUES = (
                         10**100, -(10**9))]
     + ["1e23", "3e7", "two", "", "3.5", "0x10", " 8", "1_000", "9" * 5000, "nan"])
 INT_FLAGS = ["--dp", "--tp", "--pp", "--ep", "--cp", "--micro-batch", "--global-batch",
-             "--seq-len", "--stage", "--pp-edge-layers"]
+             "--seq-len", "--stage", "--pp-edge-layers", "--gpus-per-node"]
+# the hardware figures a reader may give (floats): plausible, at and past the bounds, and not
+# numbers at all
+FLOAT_FLAGS = ["--peak-tflops", "--hbm-gb", "--intra-gbs", "--inter-gbs"]
+FLOAT_VALUES = ["1", "50", "400", "989.5", "0", "-1", "1e-9", "1e7", "1e30", "nan", "inf",
+                "-inf", "x", "", "1e400", "9" * 5000]
 CHOICES = {
     "--zero": ["0", "1", "2", "3", "4", "-1", "x"],
     "--recompute": ["none", "selective", "full", "some"],
     "--sequence-parallel": ["on", "off", "yes"],
-    "--gpu": ["H100", "h200", "TPUv5e", "V100", "A100", "H800", "B900", ""],
+    "--gpu": ["H100", "h200", "TPUv5e", "V100", "A100", "H800", "B900", "", "A100-40GB", "B200",
+              "TPUv4", "v5p", "TPUv6e"],
     "--recipe": ["mixed-adam", "fp32-adam", "sgd"],
+    "--stage-layers": ["1,1", "16*2", "8*4", "2*16", "3,4*14,2", "0,32", "x", "", "1*99999999999",
+                       "4*8,", "9" * 5000, "1," * 40000],
 }
 # One draw per flag: every (flag, value) pair in one list, and None for a slot left empty
 # (a later repeat of a flag wins, as argparse has it).
 PAIRS = ([(f, v) for f in INT_FLAGS for v in INT_VALUES]
+         + [(f, v) for f in FLOAT_FLAGS for v in FLOAT_VALUES] * 2
          + [(f, v) for f, vs in CHOICES.items() for v in vs] * 4)
 SLOTS = [None] * (len(PAIRS) // 2) + PAIRS
 PRESETS = ["llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2",
@@ -372,10 +382,13 @@ def _check_outcome(argv, code, out, err):
             p = json.loads(out)
             s = p["settings"]
             assert p["world_size"] == s["dp"] * s["tp"] * s["pp"] * s["cp"] <= 10**6
+            hw = p["hardware"]
             for c in p["collectives"]:  # every label the link its time was computed on
                 spans = c["per_node"] < c["group"]
-                assert c["link"] == (s["gpu"] == "TPUv5e" and "ICI-v5e"
-                                     or ("IB-NDR" if spans else "NVLink4")), c
+                assert c["link"] == hw["inter_link" if spans else "intra_link"]["name"], c
+            node = NODES[s["gpu"]]
+            for key, base in (("intra_link", node.intra), ("inter_link", node.inter)):
+                assert hw[key]["name"].split("@")[0] == base, hw
         else:
             assert out.startswith("部署：")
         return "plan"

@@ -5,8 +5,9 @@ The Makefile installs ``requirements.txt`` and ``requirements-crosscheck.txt`` w
 the book was tested in if the two files pin every package, dependencies included.  A
 package installed here but pinned nowhere would be missing on the next machine.
 
-``requirements-lab.txt`` (JupyterLab with all it requires) goes on top only for ``make lab``,
-``make notebooks`` and ``make setup-cells``:
+``requirements-lab.txt`` (JupyterLab with all it requires) goes on top for ``make lab``,
+``make notebooks``, ``make setup-cells`` and ``make test`` (``tests/test_lab_notebooks.py``
+opens notebooks in JupyterLab), not for ``make book``:
 a venv may or may not have it, and where it does, its packages are at its pins.  It shares
 50-odd packages with ``requirements.txt``; each must have one version in both, or ``make lab``
 would change the venv the book was tested in.
@@ -66,7 +67,7 @@ def test_the_lab_file_pins_jupyterlab_at_the_versions_the_book_was_tested_with()
     assert {"jupyterlab", "jupyter-server", "nbconvert", "ipykernel"} <= set(lab)
     differ = {n: (v, book[n]) for n, v in lab.items() if n in book and book[n] != v}
     assert not differ, f"{LAB} and {FILES} pin these at different versions (lab, theirs): {differ}"
-    # Not installed by `make book` or `make test`: the build and the tests must not need it.
+    # Not installed by `make book`: the build must not need it (`make test` adds the lab file).
     assert "jupyterlab" not in book and "nbconvert" not in book
 
 

@@ -15,12 +15,14 @@ MATMUL_PARAMS = P.total - P.breakdown["embedding"] - P.breakdown["norms"]  # lm_
 
 
 def ring_all_reduce_seconds(nbytes: float, n: int = 8) -> float:
-    # NVLink 4 between H100s, 450 GB/s each way, 2(n-1) steps of nbytes/n; NCCL's protocols
-    # (tuning.cc): LL 0.6 us per step at 1/4 of the bandwidth, LL128 1.9 us at 92 %, Simple
-    # 3.4 us at all of it; the fastest one (base latencies are the caller's option)
-    load = 2 * (n - 1) / n * nbytes / 450e9
-    return min(2 * (n - 1) * a + load / e for a, e in ((0.6e-6, 0.25), (1.9e-6, 0.92),
-                                                       (3.4e-6, 1.0)))
+    # NVLink 4 between H100s, NCCL's effective 18 x 20.6 = 370.8 GB/s each way, 2(n-1) steps
+    # of nbytes/n; NCCL v2.27.7-1's protocols (tuning.cc): LL 0.6 us per step at
+    # min(141 GB/s, half the bandwidth), LL128 1.9 us at 92 %, Simple 3.4 us at all of it; the
+    # fastest one (base latencies are the caller's option)
+    sent = 2 * (n - 1) / n * nbytes
+    w = 370.8e9
+    return min(2 * (n - 1) * a + sent / bw for a, bw in ((0.6e-6, min(141e9, w / 2)),
+                                                         (1.9e-6, 0.92 * w), (3.4e-6, w)))
 
 
 @pytest.mark.parametrize("batch, ctx", [(1, 0), (1, 8191), (64, 4095)])
@@ -45,8 +47,8 @@ def test_decode_step_by_hand(batch, ctx):
 def test_one_token_on_eight_h100s_pays_160_all_reduces():
     s = decode_step(CFG, "H100", tp=8, batch=1, context_len=8191)
     assert s.all_reduces == 160
-    # alpha dominates a 16 KB all-reduce: 14 steps of LL's 0.6 us (its quarter bandwidth: 3 %)
-    assert s.comm_seconds == pytest.approx(160 * 14 * 0.6e-6, rel=0.04)
+    # alpha dominates a 16 KB all-reduce: 14 steps of LL's 0.6 us (its 141 GB/s: 2.7 %)
+    assert s.comm_seconds == pytest.approx(160 * 14 * 0.6e-6, rel=0.03)
     nccl = decode_step(CFG, "H100", tp=8, batch=1, context_len=8191, base_latency=NCCL_BASE_LATENCY)
     assert nccl.seconds - s.seconds == pytest.approx(160 * 6.6e-6, rel=1e-9)
     single = decode_step(CFG, "H100", tp=1, batch=1, context_len=0)

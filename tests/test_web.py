@@ -117,6 +117,30 @@ def test_check_answer_right_wrong_and_not_a_number(monkeypatch):
     assert "有限" in ask("ex-tour-1", "1e400")["message"]
 
 
+def test_check_answer_without_web_crypto_says_why(monkeypatch):
+    """A page outside a secure context has no crypto.subtle: with the book's slow hashes the
+    box says so (Python in the page would take minutes a hash); with the suite's cheap ones it
+    hashes in Python, to the same verdicts."""
+    import sys
+    import types
+
+    ex.labels()
+    value = float(ex._KEYS["ex-tour-1"].compute())
+    fake_js = types.SimpleNamespace(crypto=types.SimpleNamespace())  # no .subtle
+    pyodide = types.ModuleType("pyodide")
+    pyodide.ffi = types.ModuleType("pyodide.ffi")
+    pyodide.ffi.to_js = lambda x, **_: x
+    monkeypatch.setitem(sys.modules, "js", fake_js)
+    monkeypatch.setitem(sys.modules, "pyodide", pyodide)
+    monkeypatch.setitem(sys.modules, "pyodide.ffi", pyodide.ffi)
+    cheap = _hashed("ex-tour-1")
+    monkeypatch.setattr(ex, "_KEYS", {**ex._KEYS, "ex-tour-1": cheap})
+    assert json.loads(asyncio.run(web.check_answer("ex-tour-1", str(int(value)))))["correct"] is True
+    monkeypatch.setitem(ex._KEYS, "ex-tour-1", replace(cheap, iterations=ex.KDF_ITERATIONS))
+    r = json.loads(asyncio.run(web.check_answer("ex-tour-1", str(int(value)))))
+    assert r == {"correct": False, "message": web.NO_WEB_CRYPTO} and "https" in r["message"]
+
+
 # --- which cells run in the page -----------------------------------------------------------
 
 def _nb(*cells: tuple[str, list[str]]) -> dict:

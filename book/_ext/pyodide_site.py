@@ -425,8 +425,9 @@ def classify(nb: dict, table: ModuleTable | None = None) -> list[Cell]:
 def _hash_table() -> dict:
     """The salted PBKDF2 hashes of the practice keys (every key but those of the exercises named
     in ``BOOK_GRADED``: a graded exercise gets no hash and no answer box). Kept in
-    ``_build/.tmath/answer-hashes.json`` while the keys and the iteration count stay the same:
-    hashing every key costs some 15 s of CPU."""
+    ``_build/.tmath/answer-hashes.json`` while the keys and the iteration count stay the same.
+    The hashes themselves come from ``lib/tmath/answer_keys/hashes.json`` (about 1.3 s of CPU
+    each, :func:`tmath.exercises.hash_table`); only a key changed since is hashed here."""
     import tmath.exercises as ex
 
     graded = ex.graded_exercises()

@@ -106,6 +106,12 @@ def _flag_gb(flag: str, v: float | None, allow_zero: bool) -> None:
                           flag)
 
 
+def _flag_pos(flag: str, v: float | None, hi: float, unit: str) -> None:
+    """A hardware figure from the command line: a finite positive number up to ``hi``."""
+    if v is not None and not (math.isfinite(v) and 0 < v <= hi):
+        raise _UsageError(f"{flag} 必须是不超过 {hi:,.0f} 的正数（单位 {unit}），收到 {v:g}", flag)
+
+
 def _check_flags(args: argparse.Namespace) -> None:
     """Validate the numeric/named flags before any config is loaded."""
     from tmath.errors import InputError
@@ -119,6 +125,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         _flag_int(flag, getattr(args, key), int(lo), int(hi))
     _flag_gb("--hbm-gb", args.hbm_gb, allow_zero=False)
     _flag_gb("--workspace-gb", args.workspace_gb, allow_zero=True)
+    _flag_pos("--peak-tflops", args.peak_tflops, 1e7, "TFLOP/s")  # tmath.plan.HARDWARE_LIMITS
+    _flag_pos("--hbm-tbs", args.hbm_tbs, 1e4, "TB/s")
     if args.dtype.lower() not in DTYPE_BYTES:
         raise _UsageError(f"--dtype {args.dtype} 未知：请用 fp32、bf16、fp16、fp8、int8、int4 之一",
                           "--dtype")
@@ -166,6 +174,10 @@ def _parser() -> _Parser:
     led.add_argument("--hbm-gb", type=float, default=None,
                      help="每卡可用显存，GB（10⁹ 字节）；默认取显卡容量，数据手册的 GB 按 GiB 读"
                      "（H100：80 GiB = 85.9 GB）")
+    led.add_argument("--peak-tflops", type=float, default=None,
+                     help="每卡 16 位稠密峰值算力（TFLOP/s），替换 --gpu 的数字")
+    led.add_argument("--hbm-tbs", type=float, default=None,
+                     help="每卡 HBM 带宽（TB/s，10¹² 字节/秒），替换 --gpu 的数字")
     led.add_argument("--workspace-gb", type=float, default=None,
                      help="每卡在权重与 KV cache 之外预留的显存，GB（默认 5）")
     led.add_argument("--attention", default="eager", choices=("eager", "flash"),
@@ -195,6 +207,18 @@ def _ledger(args: argparse.Namespace) -> str:
 
     _check_flags(args)
     cfg = _load_cfg(args)
+    gpu: Any = args.gpu
+    if args.peak_tflops is not None or args.hbm_tbs is not None:  # any chip: the given figures
+        from dataclasses import replace
+
+        from tmath.hardware import hardware
+
+        hw = hardware(gpu)
+        gpu = replace(hw, name=f"{hw.name}（自定）",
+                      dense_flops=hw.dense_flops if args.peak_tflops is None
+                      else args.peak_tflops * 1e12,
+                      hbm_bandwidth=hw.hbm_bandwidth if args.hbm_tbs is None
+                      else args.hbm_tbs * 1e12)
     try:
         led = build_ledger(
             cfg,
@@ -202,7 +226,7 @@ def _ledger(args: argparse.Namespace) -> str:
             batch=args.batch,
             dtype=args.dtype,
             tp=args.tp,
-            gpu=args.gpu,
+            gpu=gpu,
             recipe=args.recipe,
             hbm_bytes=None if args.hbm_gb is None else args.hbm_gb * 1e9,
             workspace_bytes=None if args.workspace_gb is None else args.workspace_gb * 1e9,
@@ -216,13 +240,13 @@ def _ledger(args: argparse.Namespace) -> str:
 def _hardware_table() -> str:
     from tmath.hardware import HARDWARE
 
-    lines = []
+    lines, width = [], max(len(name) for name in HARDWARE)
     for h in HARDWARE.values():
         tdp = f"{h.tdp_watts:g} W" if h.tdp_watts else "未公布"
         smi = (f"  （nvidia-smi：{h.runtime_total_bytes / 2**20:,.0f} MiB）"
                if h.runtime_total_bytes else "")
         lines.append(
-            f"{h.name:<7} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
+            f"{h.name:<{width}} {h.dense_flops / 1e12:7.1f} TFLOP/s {h.precision}  "
             f"{h.hbm_bytes / 2**30:5.0f} GiB  {h.hbm_bandwidth / 1e12:5.3f} TB/s  {tdp:>6}  "
             f"[{h.source}]" + smi
         )

@@ -41,16 +41,29 @@ the busiest directed link (:func:`link_load`).  Two topologies:
   and whose V is the whole array.  On a switch the same all-to-all costs (n−1)/n·V/W with V
   one GPU's input.
 
-**What NCCL charges** (:func:`nccl_time`).  NCCL's own cost model (``src/graph/tuning.cc``)
-has three protocols (:data:`PROTOCOLS`): LL has the smallest latency per step but reaches a
-quarter of the bandwidth, LL128 92 %, Simple all of it with the largest latency; each adds a
-base latency once per collective, and NCCL runs the fastest of the three for the size at hand.
-A group that spans nodes with ``per_node`` members in each node: NCCL's ring threads the
-members of a node over NVLink and leaves the node once per channel, one channel per NIC, so
-the node's inter-node traffic is spread over ``per_node`` NICs (one per GPU, DGX/HGX): the
-bus bandwidth is ``min(per_node · W_inter, W_intra)`` (:func:`group_bandwidth`); of the
-ring's steps, 2(nodes−1) (all-reduce) or nodes−1 cross the network and pay its latency.  With
-one member per node (DP groups when TP fills the node) that is one NIC per GPU.
+**What NCCL charges** (:func:`nccl_time`).  NCCL's own cost model, ring algorithm, every
+constant from one tagged release, :data:`NCCL_VERSION` (``src/graph/tuning.cc``, ``topo.h``,
+``topo.cc``, ``search.cc`` at that tag).  Three protocols (:data:`PROTOCOLS`): LL has the
+smallest latency per step but gets half of the bus bandwidth, and at most ``llMaxBw``
+(141 GB/s on one Hopper node, :attr:`tmath.hardware.Link.ll_max_bw`; across nodes the CPU's
+figure, 39.0 GB/s on two Intel nodes and 20.4 GB/s on more); LL128 92 %; Simple all of it,
+with the largest latency.  Each adds a base latency once per collective, and NCCL runs the
+fastest of the three for the size at hand.  The bus bandwidth is the link's *effective*
+figure (:attr:`tmath.hardware.Link.bandwidth`: H100 NVLink 18 × 20.6 = 370.8 GB/s, not the
+450 GB/s line rate).  A group that spans nodes with ``per_node`` members in each node:
+NCCL's ring threads the members of a node over NVLink and leaves the node once per channel,
+one channel per NIC, so the node's inter-node traffic is spread over ``per_node`` NICs (one
+per GPU, DGX/HGX): the bus bandwidth is ``min(per_node · W_inter, W_intra)``
+(:func:`group_bandwidth`); of the ring's steps, 2(nodes−1) (all-reduce) or nodes−1 cross
+the network and pay its latency (the Tree algorithm's network latency when there is one
+member per node: "with ppn=1 latencies are fully exposed"), and the others pay at least
+NCCL's network overhead (1 µs a step, 3 µs with Simple; Intel CPUs).  Left out: the
+per-channel caps of LL128 (36.7 GB/s a channel on Hopper: they bind below 10 channels), the
+"plateau" factor 1.4 on a multi-node Simple all-reduce's latency, the network's own latency
+from the NIC plugin, LL128 being enabled by default only over NVLink-class paths (the model
+offers it on PCIe too), and every algorithm but the ring: tree, PAT, CollNet and NVLS (NVLink
+SHARP, which an H100 node's all-reduce uses by default, with a bus bandwidth the ring cannot
+reach; nccl-tests issue 212).
 
 Every function takes plain numbers; :mod:`tmath.layout` lists a layout's collectives and
 :mod:`tmath.plan` prices them on the links of :data:`tmath.hardware.LINKS`.
@@ -75,6 +88,7 @@ __all__ = [
     "link_load",
     "collective_time",
     "ring_derivation",
+    "NCCL_VERSION",
     "Protocol",
     "PROTOCOLS",
     "group_bandwidth",
@@ -195,13 +209,28 @@ def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwi
     return steps(kind, n) * alpha + float(load) / bandwidth
 
 
+#: The NCCL release every constant of this module's NCCL model comes from (GitHub tag of
+#: NVIDIA/nccl); the book names it where it uses the model.
+NCCL_VERSION = "v2.27.7-1"
+#: ``llMaxBws`` of that release across nodes, Intel CPUs (DGX H100: Xeon): LL's bus bandwidth
+#: cap on 2 nodes and on 3 or more, bytes/s.
+LL_MAX_BW_NET: tuple[float, float] = (39.0e9, 20.4e9)
+#: ``hwLat[NET][TREE]``: per-step network latency (LL, LL128, Simple) NCCL charges a ring with
+#: one member per node ("with ppn=1 latencies are fully exposed, use the Tree network latency").
+NET_LATENCY_ONE_PER_NODE: tuple[float, float, float] = (5.0e-6, 8.5e-6, 14.0e-6)
+#: ``getNetOverhead`` (Intel CPUs): a ring that spans nodes pays at least this per intra-node
+#: step, times 3 with Simple.
+NET_OVERHEAD = 1.0e-6
+
+
 @dataclass(frozen=True)
 class Protocol:
-    """One NCCL protocol in NCCL's cost model (ring algorithm).
+    """One NCCL protocol in NCCL's cost model (ring algorithm), :data:`NCCL_VERSION`.
 
-    ``base_latency``: seconds charged once per collective (``baseLatencies``); ``efficiency``:
-    the fraction of the bus bandwidth it reaches; ``index``: its place in a link's
-    ``step_latency`` (LL, LL128, Simple).
+    ``base_latency``: seconds charged once per collective (``baseLat``); ``efficiency``:
+    the fraction of the bus bandwidth it reaches (LL's is also capped:
+    :meth:`bus_bandwidth`); ``index``: its place in a link's ``step_latency`` (LL, LL128,
+    Simple).
     """
 
     name: str
@@ -210,17 +239,26 @@ class Protocol:
     efficiency: float
     note_zh: str
 
-    def efficiency_for(self, kind: str, nodes: int) -> float:
-        """LL reaches 1/4 of the bandwidth, or 1/3 for a one-node all-gather/reduce-scatter."""
-        if self.name == "LL" and nodes == 1 and kind in ("all_gather", "reduce_scatter"):
-            return 1 / 3
-        return self.efficiency
+    def bus_bandwidth(self, bus_bw: float, *, nodes: int = 1, intra: Any = None) -> float:
+        """The bus bandwidth this protocol gets out of ``bus_bw`` (bytes/s) on ``nodes``
+        nodes: ``efficiency · bus_bw``, and for LL at most ``llMaxBw`` (one node: the
+        ``intra`` link's :attr:`~tmath.hardware.Link.ll_max_bw`; more: :data:`LL_MAX_BW_NET`).
+        """
+        w = self.efficiency * bus_bw
+        if self.name != "LL":
+            return w
+        if nodes > 1:
+            return min(w, LL_MAX_BW_NET[0] if nodes == 2 else LL_MAX_BW_NET[1])
+        cap = _link(intra).ll_max_bw if intra is not None else None
+        return w if cap is None else min(w, cap)
 
 
-#: NCCL's three protocols, ring algorithm (``src/graph/tuning.cc``: ``baseLatencies``, and the
-#: bandwidth factors of ``ncclTopoTuneModel``; LL's and LL128's caps per channel left out).
+#: NCCL's three protocols, ring algorithm (:data:`NCCL_VERSION`'s ``tuning.cc``: ``baseLat``,
+#: and the bandwidth refinements of ``ncclTopoTuneModel``: LL ``min(llMaxBw, busBw·0.5)``,
+#: LL128 ``busBw·0.92``; LL128's per-channel cap left out).
 PROTOCOLS: dict[str, Protocol] = {
-    "LL": Protocol("LL", 0, 6.6e-6, 1 / 4, "低延迟：每 8 字节里 4 字节是标志位，带宽只有 1/4"),
+    "LL": Protocol("LL", 0, 6.6e-6, 1 / 2,
+                   "低延迟：每 8 字节里 4 字节是标志位，带宽至多一半，另有上限 llMaxBw"),
     "LL128": Protocol("LL128", 1, 14.0e-6, 0.92, "每 128 字节里 8 字节是标志位，带宽约 92 %"),
     "Simple": Protocol("Simple", 2, 8.4e-6, 1.0, "整块发送后再同步：带宽全用上，每步延迟最大"),
 }
@@ -267,9 +305,12 @@ def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
                ) -> dict[str, float]:
     """Seconds of one collective for each NCCL protocol (:data:`PROTOCOLS`), ring algorithm.
 
-    ``base + steps_intra·α_intra + steps_inter·α_inter + load / (efficiency · bandwidth)``:
-    ``α`` from the links' ``step_latency``; ring collectives cross the network on 2(nodes−1)
-    (all-reduce) or nodes−1 of their steps, at the bus bandwidth of :func:`group_bandwidth`.
+    ``base + steps_intra·α_intra + steps_inter·α_inter + load / W_protocol``: ``α`` from the
+    links' ``step_latency`` (:data:`NCCL_VERSION`); ring collectives cross the network on
+    2(nodes−1) (all-reduce) or nodes−1 of their steps, at the bus bandwidth of
+    :func:`group_bandwidth`, of which each protocol gets :meth:`Protocol.bus_bandwidth`.
+    Spanning nodes, an intra-node step costs at least :data:`NET_OVERHEAD` (3× with Simple),
+    and with one member per node a network step costs :data:`NET_LATENCY_ONE_PER_NODE`.
     An all-to-all sends (per_node−1)/n of its input over NVLink and (n−per_node)/n through its
     own NIC, n−1 steps at the network latency when it spans nodes; a send crosses one link.
     ``base=False`` leaves out the protocols' base latency (a caller that adds its own).
@@ -297,20 +338,25 @@ def nccl_times(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
         s_inter = nodes - 1
     else:  # all_to_all and send: every step may wait on the network
         s_inter = s
+    # the bulk term: (bytes, bus bandwidth) pairs whose slowest sets the time
     if kind == "all_to_all" and nodes > 1:
-        seconds_per_eff = max(float(v * Fraction(g - 1, n)) / lk_in.bandwidth,
-                              float(v * Fraction(n - g, n)) / lk_out.bandwidth)
+        bulk = [(v * Fraction(g - 1, n), lk_in.bandwidth), (v * Fraction(n - g, n), lk_out.bandwidth)]
     elif kind == "send":
-        seconds_per_eff = float(v) / (lk_out.bandwidth if nodes > 1 else lk_in.bandwidth)
+        bulk = [(v, lk_out.bandwidth if nodes > 1 else lk_in.bandwidth)]
     else:
-        seconds_per_eff = float(bytes_sent(kind, v, n)) / group_bandwidth(
-            n, intra=lk_in, inter=lk_out, per_node=g if nodes > 1 else None)
+        bulk = [(Fraction(bytes_sent(kind, v, n)), group_bandwidth(
+            n, intra=lk_in, inter=lk_out, per_node=g if nodes > 1 else None))]
     out = {}
     for name, p in PROTOCOLS.items():
-        lat = (p.base_latency if base else 0.0) + (s - s_inter) * lk_in.step_latency[p.index]
+        intra_lat = lk_in.step_latency[p.index]
+        if nodes > 1:  # "inter-node rings still have to launch nsteps * net overhead"
+            intra_lat = max(intra_lat, NET_OVERHEAD * (3 if name == "Simple" else 1))
+        lat = (p.base_latency if base else 0.0) + (s - s_inter) * intra_lat
         if s_inter:
-            lat += s_inter * lk_out.step_latency[p.index]
-        out[name] = lat + seconds_per_eff / p.efficiency_for(kind, nodes)
+            inter_lat = (NET_LATENCY_ONE_PER_NODE if g == 1 else lk_out.step_latency)[p.index]
+            lat += s_inter * inter_lat
+        out[name] = lat + max(float(load) / p.bus_bandwidth(w, nodes=nodes, intra=lk_in)
+                              for load, w in bulk)
     return out
 
 
@@ -322,7 +368,7 @@ def nccl_time(kind: str, nbytes: int | float | Fraction, n: int, *, intra: Any,
 
     >>> round(nccl_time("all_reduce", 1e9, 64, intra="NVLink4", inter="IB-NDR", per_node=8)
     ...       * 1e3, 2)
-    5.51
+    5.89
     """
     t = nccl_times(kind, nbytes, n, intra=intra, inter=inter, per_node=per_node, base=base)
     if protocol is None:

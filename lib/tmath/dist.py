@@ -68,7 +68,15 @@ Scenarios (``name``: parameters):
                    backward; the token counts are exchanged first (phase ``"counts"``).
 ``"ring_attention"`` each rank holds T/world positions of Q, K, V; K and V travel round the
                    ring world−1 times, merged with the online softmax; checks the output
-                   against full attention (``causal`` or not).
+                   against full attention (``causal`` or not).  K and V travel in
+                   ``kv_dtype`` (``"fp32"`` or ``"bf16"``; the reference attends to the same
+                   rounded values).  ``backward=True`` adds ring-flash-attention's backward
+                   (zhuzilin/ring-flash-attention): K, V round again (world−1 hops) and the
+                   dK, dV of the chunk each rank holds, accumulated in fp32 on the way,
+                   passed world hops, back to their owner; checks dQ, dK, dV against
+                   autograd on full attention (``"max_err_grad"``).  Also returns
+                   ``"wchar"``: each phase's bytes written (``/proc/self/io``, after a
+                   barrier), ``None`` where it cannot be read or the phase did not run.
 
 ``"ddp"`` and ``"fsdp"`` also return ``"wchar"``: the bytes each rank wrote (``/proc/self/io``,
 gloo's sends included) during the measured micro-batches, ``None`` where it cannot be read.
@@ -114,13 +122,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                  "micro_batches": 3},
     "moe": {"d": 16, "ffn": 32, "experts": 8, "k": 2, "tokens": 16, "routing": "uniform"},
     "ring_attention": {"batch": 2, "heads": 4, "kv_heads": 2, "head_dim": 8, "seq": 32,
-                       "causal": True},
+                       "causal": True, "backward": False, "kv_dtype": "fp32"},
 }
 
 #: Parameters that take one of a few values (checked before any process starts).
 CHOICES: dict[tuple[str, str], tuple[Any, ...]] = {
     ("tp_block", "recompute"): ("none", "selective", "full"),
     ("moe", "routing"): ("uniform", "learned"),
+    ("ring_attention", "kv_dtype"): ("fp32", "bf16"),
 }
 
 #: The tiny Llama block the scenarios build (D, N, K, F); :func:`tiny_config` makes the
@@ -1214,35 +1223,61 @@ def _run_moe(ctx: _Ctx, d: int, ffn: int, experts: int, k: int, tokens: int,
 
 
 def _run_ring_attention(ctx: _Ctx, batch: int, heads: int, kv_heads: int, head_dim: int,
-                        seq: int, causal: bool) -> dict[str, Any]:
+                        seq: int, causal: bool, backward: bool = False,
+                        kv_dtype: str = "fp32") -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
     n, r = ctx.world, ctx.rank
     torch.manual_seed(0)
+    wire = {"fp32": torch.float32, "bf16": torch.bfloat16}[kv_dtype]
     q = torch.randn(batch, heads, seq, head_dim)
-    k = torch.randn(batch, kv_heads, seq, head_dim)
-    v = torch.randn(batch, kv_heads, seq, head_dim)
+    # K and V travel in kv_dtype; the reference attends to the same (rounded) values in fp32
+    k = torch.randn(batch, kv_heads, seq, head_dim).to(wire).float()
+    v = torch.randn(batch, kv_heads, seq, head_dim).to(wire).float()
+    d_out = torch.randn(batch, heads, seq, head_dim)  # the loss's gradient w.r.t. the output
     rep = heads // kv_heads
-    full = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1),
-                                          v.repeat_interleave(rep, 1), is_causal=causal)
+    qr, kr, vr = (t.clone().requires_grad_(backward) for t in (q, k, v))
+    full = F.scaled_dot_product_attention(qr, kr.repeat_interleave(rep, 1),
+                                          vr.repeat_interleave(rep, 1), is_causal=causal)
+    if backward:
+        full.backward(d_out)
     c = seq // n
-    ql = q[:, :, r * c:(r + 1) * c]
-    kv = torch.stack([k[:, :, r * c:(r + 1) * c], v[:, :, r * c:(r + 1) * c]])  # one message
+    mine = slice(r * c, (r + 1) * c)
+    ql, dol = q[:, :, mine], d_out[:, :, mine]
+    kv = torch.stack([k[:, :, mine], v[:, :, mine]]).to(wire)  # one message
+    own_kv = kv
     scale = head_dim ** -0.5
     m_run = torch.full((batch, heads, c, 1), float("-inf"))
     l_run = torch.zeros(batch, heads, c, 1)
     acc = torch.zeros(batch, heads, c, head_dim)
     pos_q = torch.arange(r * c, (r + 1) * c)
+
+    def scores(src: int, kb: Any) -> Any:
+        s_ = ql @ kb.transpose(-1, -2) * scale
+        if causal:
+            pos_k = torch.arange(src * c, (src + 1) * c)
+            s_ = s_.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+        return s_
+
+    def widen(t: Any) -> Any:  # a KV head serves rep query heads
+        return t.float().repeat_interleave(rep, 1)
+
+    def narrow(t: Any) -> Any:  # the gradient of a repeated KV head: the sum over its rep
+        return t.reshape(batch, kv_heads, rep, c, head_dim).sum(2)
+
+    io = {"forward": None, "backward": None}
+    import torch.distributed as dist
+
     with ctx.mode() as mode:
+        ctx.phase = "setup"  # the barriers: every rank starts its meter at once
+        dist.barrier()
         ctx.phase = "forward"
+        before = _wchar_or_none()
         for step in range(n):
             src = (r - step) % n  # whose K, V this rank holds now
-            kb, vb = (t.repeat_interleave(rep, 1) for t in kv)
-            s_ = ql @ kb.transpose(-1, -2) * scale
-            if causal:
-                pos_k = torch.arange(src * c, (src + 1) * c)
-                s_ = s_.masked_fill(pos_k[None, :] > pos_q[:, None], float("-inf"))
+            kb, vb = (widen(t) for t in kv)
+            s_ = scores(src, kb)
             m_new = torch.maximum(m_run, s_.amax(-1, keepdim=True))
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             p = torch.exp(s_ - safe)
@@ -1255,9 +1290,48 @@ def _run_ring_attention(ctx: _Ctx, batch: int, heads: int, kv_heads: int, head_d
                 nxt = torch.empty_like(kv)
                 _p2p([("send", kv, (r + 1) % n), ("recv", nxt, (r - 1) % n)])
                 kv = nxt
-    out = acc / l_run
-    return {"comm_counts": _counts(mode),
-            "max_err_output": _close(out, full[:, :, r * c:(r + 1) * c])}
+        io["forward"] = _wchar_since(before)
+        out = acc / l_run
+        if backward:
+            # ring-flash-attention's backward: K, V go round again (n - 1 hops); each block's
+            # dK, dV are accumulated in fp32 on the way and travel on with the K, V they belong
+            # to, so after n hops (one more than K, V) they are back at their owner
+            ctx.phase = "backward"
+            lse = m_run + torch.log(l_run)
+            delta = (dol * out).sum(-1, keepdim=True)  # δ_i = dO_i · O_i: no ring needed
+            dq = torch.zeros_like(ql)
+            kv, dkv = own_kv, None
+            ctx.phase = "setup"
+            dist.barrier()
+            ctx.phase = "backward"
+            before = _wchar_or_none()
+            for step in range(n):
+                src = (r - step) % n
+                kb, vb = (widen(t) for t in kv)
+                p = torch.exp(scores(src, kb) - lse)  # masked entries: exp(-inf) = 0
+                dp = dol @ vb.transpose(-1, -2)
+                ds = p * (dp - delta)
+                dq += ds @ kb * scale
+                block = torch.stack([narrow(ds.transpose(-1, -2) @ ql * scale),
+                                     narrow(p.transpose(-1, -2) @ dol)])  # fp32
+                dkv = block if dkv is None else dkv + block
+                got = torch.empty_like(dkv)
+                ops = [("send", dkv, (r + 1) % n), ("recv", got, (r - 1) % n)]
+                if step < n - 1:
+                    nxt = torch.empty_like(kv)
+                    ops += [("send", kv, (r + 1) % n), ("recv", nxt, (r - 1) % n)]
+                _p2p(ops)
+                dkv = got  # the accumulator of the block this rank holds next
+                if step < n - 1:
+                    kv = nxt
+            io["backward"] = _wchar_since(before)
+    res = {"comm_counts": _counts(mode),
+           "max_err_output": _close(out, full.detach()[:, :, mine]), "wchar": io}
+    if backward:
+        res["max_err_grad"] = max(_close(dq, qr.grad[:, :, mine]),
+                                  _close(dkv[0], kr.grad[:, :, mine]),
+                                  _close(dkv[1], vr.grad[:, :, mine]))
+    return res
 
 
 _RUNNERS = {

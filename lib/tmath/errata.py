@@ -1687,7 +1687,7 @@ ERRATA_PARALLEL: list[Erratum] = [
     Erratum(
         key="llama3-table4-dp",
         seed="llama3herd2024",
-        location="Llama 3 论文表 4 最后一行（arXiv 上 v3 之前的 HTML 版）",
+        location="Llama 3 论文表 4 最后一行（2024 年 7 月初版 v1 的 PDF，及 v3 之前的 HTML 页）",
         claim="GPUs 16,384，TP 8，CP 16，PP 16，DP 4，Seq. Len. 131,072，Batch size/DP 16，Tokens/Batch 16M",
         stated=4,
         unit="",

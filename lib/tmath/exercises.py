@@ -33,27 +33,34 @@ key's grid cell, see :func:`hash_table`) and the teacher's grader all apply this
 same rule, so a student who sees ✓ in the kit gets the point from the grader.
 
 **The hashes cost time on purpose.**  A kit's hash is PBKDF2-HMAC-SHA256 of the cell,
-salted per key, with :data:`KDF_ITERATIONS` iterations (about 0.1 s on one core): an
-honest check hashes the answer's cell and its neighbours (at most ``2 × window + 1``
-hashes, stopping at the first match), while recovering a key means hashing every cell
-of the range it may lie in, one by one (``benchmarks/bench_kdf.py`` measures both).
-PBKDF2 rather than a memory-hard KDF because the website checks answers in the
-reader's browser, whose Web Crypto API offers PBKDF2 and no scrypt or Argon2
-(:mod:`tmath.web`); a GPU attacker is faster than one core.  Exercises a teacher grades
-carry no hash at all.
+salted per key, with :data:`KDF_ITERATIONS` iterations (about 1.3 s on one core): an
+honest check hashes the answer's cell and its neighbours, nearest first and as many at a
+time as there are cores (one hash for an answer in the key's cell, ``2 × window + 1`` for a
+wrong one), while recovering a key means hashing every cell of the range it may lie in, one
+by one: more than an hour for a typical practice key on one core, a few minutes for one
+who knows its order of magnitude (``benchmarks/bench_kdf.py`` measures both).  No setting
+makes both cheap: the guesser's work is the honest check's times the number of tolerance
+widths the key may lie in, a few hundred for a key of 1 %.  The hashes are stored in
+:data:`HASH_STORE` and only a changed key is hashed again.  PBKDF2 rather than a memory-hard
+KDF because the website checks answers in the reader's browser, whose Web Crypto API offers
+PBKDF2 and no scrypt or Argon2 (:mod:`tmath.web`); a GPU attacker is faster than one core.
+Exercises a teacher grades carry no hash at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import math
 import numbers
+import os
 import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from pathlib import Path
 
 #: Grid cells per tolerance: the check accepts every value within the tolerance and
 #: none beyond (1 + 1/GRID_STEPS) times it.
@@ -61,9 +68,11 @@ GRID_STEPS = 4
 #: Significant digits a careful hand calculation carries, unless the exercise asks
 #: for more (``digits=``) or for decimal places (``decimals=``).
 HAND_DIGITS = 4
-#: PBKDF2-HMAC-SHA256 iterations of a kit's hashes (about 0.1 s a hash on one core; the
-#: table records the count it used, so a kit built with another count still checks).
-KDF_ITERATIONS = 200_000
+#: PBKDF2-HMAC-SHA256 iterations of a kit's hashes: about 1.3 s a hash on one core, so that
+#: guessing a typical practice key cell by cell takes more than an hour there
+#: (``benchmarks/bench_kdf.py``). The table records the count it used, so a kit built with
+#: another count still checks.
+KDF_ITERATIONS = 6_000_000
 #: Output MIME type of an answer cell's record (``my_answer``), read by the grader.
 ANSWER_MIME = "application/vnd.tmath.answer+json"
 
@@ -192,10 +201,7 @@ class AnswerKey:
 
     def key_digest(self) -> str:
         """The salted hash of the key's own cell (computed from the key: full edition only)."""
-        cell = self._cell(float(self.compute()))
-        if cell is None:
-            raise ValueError(f"{self.label}：count=True 的答案必须是整数，钥匙算出的是 {self.compute()!r}")
-        return self.digest_of(f"{cell[0]}{cell[1]}")
+        return self.digest_of(_key_cell(self))
 
     def accepts(self, x: float) -> bool | None:
         """Is ``x`` right? None when the answer is a count and ``x`` is not an integer."""
@@ -205,7 +211,12 @@ class AnswerKey:
         if self.compute is not None:
             key = self._cell(float(self.compute()))
             return key is not None and key[0] == mine[0] and abs(key[1] - mine[1]) <= self.window
-        return any(self.digest_of(c) == self.digest for c in self.candidates(x))
+        # nearest cells first, as many at a time as there are cores (an answer in the key's
+        # own cell costs one hash; a wrong one costs them all)
+        cells = self.candidates(x)
+        wave = os.cpu_count() or 1
+        return any(self.digest in _parallel(self.digest_of, cells[i:i + wave])
+                   for i in range(0, len(cells), wave))
 
     # --- what the reader sees -----------------------------------------------------
     def tolerance_text(self) -> str:
@@ -430,30 +441,106 @@ def kdf_iterations() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else KDF_ITERATIONS
 
 
+#: The stored hashes of every key at :data:`KDF_ITERATIONS` (``make answer-hashes`` writes it):
+#: hashing all keys anew costs minutes of CPU, so the builds read them from here. Inside
+#: ``answer_keys``, so neither the course kit nor the website carries it.
+HASH_STORE = Path(__file__).parent / "answer_keys" / "hashes.json"
+
+
+def _key_cell(key: AnswerKey) -> str:
+    cell = key._cell(float(key.compute()))
+    if cell is None:
+        raise ValueError(f"{key.label}：count=True 的答案必须是整数，钥匙算出的是 {key.compute()!r}")
+    return f"{cell[0]}{cell[1]}"
+
+
+def _fingerprint(key: AnswerKey, cell: str, salt: str, iterations: int) -> str:
+    """What a stored hash was made from (the key's cell, its grid, salt and cost), hashed fast: a
+    store entry is current when this matches. The repository holds the keys themselves, so a
+    fast hash of them there reveals nothing; the store never leaves the repository."""
+    text = f"{key.label}|{cell}|{key.rel_tol!r}|{key.abs_tol!r}|{key.count}|{salt}|{iterations}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _stored() -> dict[str, dict]:
+    try:
+        return json.loads(HASH_STORE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _parallel(fn: Callable, items: list) -> list:
+    """``map(fn, items)`` over threads, one per core: hashlib's PBKDF2 releases the GIL."""
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as pool:
+        return list(pool.map(fn, items))
+
+
+def _entries(labels: list[str] | None, iterations: int, store: dict) -> dict[str, dict]:
+    """Per key: salt, iterations, digest and fingerprint, from ``store`` where current, else
+    computed with a fresh salt (in parallel)."""
+    _load()
+    if _KIT:
+        raise ValueError("hash_table() 需要完整版的答案，课程包里只有哈希")
+    chosen = [key for label, key in _KEYS.items()
+              if labels is None or label in labels or label.split("/")[0] in labels]
+    out, todo = {}, []
+    for key in chosen:
+        cell = _key_cell(key)
+        entry = store.get(key.label)
+        if entry and entry.get("iterations") == iterations and entry.get("check") == _fingerprint(
+                key, cell, entry.get("salt", ""), iterations):
+            out[key.label] = entry
+        else:
+            todo.append((key, cell, secrets.token_hex(16)))
+
+    def make(item: tuple[AnswerKey, str, str]) -> dict:
+        key, cell, salt = item
+        salted = AnswerKey(key.label, None, key.rel_tol, key.abs_tol, salt=salt, iterations=iterations)
+        return {"salt": salt, "iterations": iterations, "digest": salted.digest_of(cell),
+                "check": _fingerprint(key, cell, salt, iterations)}
+
+    for (key, _, _), entry in zip(todo, _parallel(make, todo), strict=True):
+        out[key.label] = entry
+    return {key.label: out[key.label] for key in chosen}
+
+
 def hash_table(labels: list[str] | None = None, iterations: int | None = None) -> dict[str, dict]:
     """For the course kit and the website: per key, its tolerance and a salted hash of its
     grid cell (PBKDF2-HMAC-SHA256, ``iterations``, default :func:`kdf_iterations`).
 
-    Computed from the real keys (so the table cannot drift from the book); each key gets a
-    fresh random salt.  Holds no key value and no computation.  ``labels``: only these keys
-    (and the parts of these exercises), e.g. the practice exercises of a release.
+    Computed from the real keys (so the table cannot drift from the book). At
+    :data:`KDF_ITERATIONS` the hashes come from :data:`HASH_STORE` wherever the key's cell,
+    grid and salt are still those it was made from; a key that changed, or another count of
+    iterations, is hashed anew with a fresh random salt.  Holds no key value and no
+    computation.  ``labels``: only these keys (and the parts of these exercises), e.g. the
+    practice exercises of a release.
     """
-    _load()
     iterations = kdf_iterations() if iterations is None else iterations
+    store = _stored() if iterations == KDF_ITERATIONS else {}
     table = {}
-    for label, key in _KEYS.items():
-        if labels is not None and label not in labels and label.split("/")[0] not in labels:
-            continue
-        if key.compute is None:
-            raise ValueError("hash_table() 需要完整版的答案，课程包里只有哈希")
-        salted = AnswerKey(label, key.compute, key.rel_tol, key.abs_tol, key.unit, key.count,
-                           key.digits, key.decimals, secrets.token_hex(16), iterations=iterations)
+    for label, entry in _entries(labels, iterations, store).items():
+        key = _KEYS[label]
         table[label] = {
             "rel_tol": key.rel_tol, "abs_tol": key.abs_tol, "unit": key.unit, "count": key.count,
-            "digits": key.digits, "decimals": key.decimals, "salt": salted.salt,
-            "iterations": iterations, "digest": salted.key_digest(),
+            "digits": key.digits, "decimals": key.decimals, "salt": entry["salt"],
+            "iterations": iterations, "digest": entry["digest"],
         }
     return table
+
+
+def write_hash_store() -> tuple[int, int]:
+    """Bring :data:`HASH_STORE` up to date with the keys (``make answer-hashes``): keep every
+    current entry, hash the new and changed keys, drop the keys that are gone.  Returns (kept,
+    hashed)."""
+    store = _stored()
+    entries = _entries(None, KDF_ITERATIONS, store)
+    kept = sum(store.get(label) == entry for label, entry in entries.items())
+    HASH_STORE.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return kept, len(entries) - kept
 
 
 _KIT: bool | None = None  # None: not loaded yet; True: the course kit's hashes
@@ -478,3 +565,13 @@ def _load() -> None:
         _KIT = True
     else:
         _KIT = False
+
+
+def main() -> None:
+    """``make answer-hashes``: bring :data:`HASH_STORE` up to date after a key changed."""
+    kept, made = write_hash_store()
+    print(f"{HASH_STORE}: {kept} hashes kept, {made} made ({KDF_ITERATIONS:,} PBKDF2 iterations each)")
+
+
+if __name__ == "__main__":  # python -m tmath.exercises: the keys register in the package's module
+    importlib.import_module("tmath.exercises").main()

@@ -21,7 +21,8 @@ Two entry points:
 Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
 
 * **Mesh.** ``world = dp·tp·pp·cp`` GPUs.  Ranks are laid out Megatron-style, tp fastest,
-  then cp, then dp (with the ep groups innermost inside dp), then pp: a group fits inside a
+  then cp, then dp (with the ep groups innermost inside dp), then pp (``order="llama3"``: the
+  Llama 3 paper's tp, cp, pp, dp, see :data:`ORDERS`): a group fits inside a
   node of ``gpus_per_node`` GPUs if its members (the group holding rank 0) are less than
   ``gpus_per_node`` ranks apart; it then rides ``intra_link``, else ``inter_link``.
 * **Expert parallelism is carved out of data parallelism** (Megatron-LM, DeepSpeed-MoE):
@@ -74,8 +75,11 @@ Conventions (they are the book's, Part V; ``tmath plan --help`` repeats them):
   tp before the TP-split experts and reduce-scattered after).  The small all-to-all that
   exchanges the token counts first is left out.
 * **Context parallelism (ring attention)**: per layer and micro-batch each GPU passes its
-  chunk of K and V, ``2·b·(T/cp)·K_gpu·H`` elements, cp−1 times round the ring forward; the
-  backward passes K, V and their gradients, 2(cp−1) more.  Sliding windows are ignored.
+  chunk of K and V, ``2·b·(T/cp)·K_gpu·H`` elements, cp−1 times round the ring forward.  The
+  backward (ring-flash-attention's, zhuzilin/ring-flash-attention) passes K, V round again,
+  cp−1 hops, and with them the dK, dV of the chunk each GPU holds, accumulated on the way in
+  ``cp_grad_bytes`` (fp32: 4) and passed cp hops, one more than K, V: the last hop brings
+  them back to their owner.  Sliding windows are ignored.
 * **ZeRO** (group ``dp·cp``; experts ``dp·cp/ep``): stage 0 all-reduces the gradients once
   per step; stage 1 reduce-scatters them and all-gathers the updated weights once per step
   (the bytes of one all-reduce); stage 2 keeps only its gradient shard, so it
@@ -111,10 +115,12 @@ __all__ = [
     "PHASES",
     "ZERO_STAGES",
     "RECOMPUTES",
+    "ORDERS",
     "Collective",
     "Layout",
     "build_layout",
     "kv_share_per_gpu",
+    "parse_stage_layers",
 ]
 
 
@@ -266,6 +272,12 @@ AXIS_ZH: dict[str, str] = {
 PHASES: tuple[str, ...] = ("forward", "backward", "recompute", "step")
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 RECOMPUTES: tuple[str, ...] = ("none", "selective", "full")
+#: Orders of the mesh, innermost axis first (ep always sits inside dp): Megatron-LM's, the
+#: book's default, and the Llama 3 paper's [TP, CP, PP, DP] (section 3.3.2, Figure 5).
+ORDERS: dict[str, tuple[str, ...]] = {
+    "megatron": ("tp", "cp", "dp", "pp"),
+    "llama3": ("tp", "cp", "pp", "dp"),
+}
 
 
 @dataclass(frozen=True)
@@ -424,6 +436,11 @@ class Layout:
     #: With sequence parallelism: the backward all-gathers each block's input again for the
     #: weight gradient (Megatron-LM keeps only the shard; see the module docstring).
     sp_regather: bool = True
+    #: Bytes per element of the dK, dV the CP ring's backward accumulates and passes on
+    #: (ring-flash-attention keeps them in fp32).
+    cp_grad_bytes: Fraction = Fraction(4)
+    #: The mesh order, innermost first: a value of :data:`ORDERS`.
+    order: tuple[str, ...] = ORDERS["megatron"]
 
     # -- the mesh -----------------------------------------------------------------------
     @property
@@ -443,17 +460,23 @@ class Layout:
 
     @property
     def strides(self) -> dict[str, int]:
-        """Rank distance between neighbours along each axis (tp fastest, then cp, ep, dp, pp)."""
-        return {"tp": 1, "cp": self.tp, "ep": self.tp * self.cp, "dp": self.tp * self.cp,
-                "pp": self.tp * self.cp * self.dp}
+        """Rank distance between neighbours along each axis, in :attr:`order` (by default tp
+        fastest, then cp, dp, pp); ep's groups sit innermost inside dp: dp's stride."""
+        out, step = {}, 1
+        for axis in self.order:
+            out[axis] = step
+            step *= getattr(self, axis)
+        out["ep"] = out["dp"]
+        return out
 
     def coords(self, rank: int) -> dict[str, int]:
         """A GPU's position on each axis (``ep``: its index in its EP group)."""
-        r = _rank("rank", rank, self.world_size)
-        tp_r, rest = r % self.tp, r // self.tp
-        cp_r, rest = rest % self.cp, rest // self.cp
-        dp_r, pp_r = rest % self.dp, rest // self.dp
-        return {"dp": dp_r, "tp": tp_r, "pp": pp_r, "ep": dp_r % self.ep, "cp": cp_r}
+        rest = _rank("rank", rank, self.world_size)
+        out = {}
+        for axis in self.order:
+            rest, out[axis] = divmod(rest, getattr(self, axis))
+        out["ep"] = out["dp"] % self.ep
+        return out
 
     def _span(self, factors: list[tuple[int, int]]) -> int:
         """Largest rank offset in the group holding rank 0 (factors: (stride, size))."""
@@ -753,11 +776,12 @@ class Layout:
         # --- context parallelism ------------------------------------------------------------
         if cp > 1:
             kv = self.kv_chunk_nbytes
-            rounds = {"forward": 1, "backward": 2, "recompute": 1}
-            for phase in passes:
-                add("cp", "send", cp, kv, m * n_layers * (cp - 1) * rounds[phase], phase,
-                    "K,V (and their grads) round the ring",
-                    "环形注意力：K、V（反向还有它们的梯度）沿环传递", lk["cp"])
+            for phase in passes:  # forward, the backward's second round, a recomputed forward
+                add("cp", "send", cp, kv, m * n_layers * (cp - 1), phase,
+                    "K,V round the ring (cp-1 hops)", "环形注意力：K、V 沿环传 cp−1 跳", lk["cp"])
+            add("cp", "send", cp, kv / self.act_bytes * self.cp_grad_bytes, m * n_layers * cp,
+                "backward", "dK,dV accumulated on the way, back to their owner (cp hops)",
+                "环形注意力的反向：dK、dV 边传边累加，多传一跳回到自己的卡（cp 跳）", lk["cp"])
 
         # --- data parallelism and ZeRO --------------------------------------------------------
         for params, group, link, tag, zh in (
@@ -802,8 +826,60 @@ class Layout:
         return replace(self, stage=_rank("stage", stage, self.pp))
 
 
-def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None) -> tuple[int, ...]:
+#: Most entries a ``stage_layers`` list may have (the pipeline bound of ``tmath plan``).
+MAX_STAGES = 10_000
+
+
+def parse_stage_layers(text: Any) -> tuple[int, ...]:
+    """Layers per pipeline stage from the command line's ``--stage-layers``: comma-separated
+    counts, ``a*n`` repeating ``a`` n times (DeepSeek-V3's 61 layers over 16 stages, say,
+    ``"3,4*14,2"``).  At most :data:`MAX_STAGES` entries, counted before any list is built."""
+    if not isinstance(text, str):
+        raise LayoutError(f"stage_layers 必须是形如 \"3,4*14,2\" 的字符串，收到 {type(text).__name__}",
+                          "stage_layers")
+    if len(text) > 100_000:
+        raise LayoutError(f"stage_layers 太长（{len(text):,} 个字符）：每段层数用逗号隔开，"
+                          "重复的写成 层数*段数，如 3,4*14,2", "stage_layers")
+    parts, total = [], 0
+    for item in text.split(","):
+        item = item.strip()
+        count, _, times = item.partition("*")
+        try:
+            a, k = int(count.strip()), int(times.strip()) if times else 1
+        except ValueError:
+            raise LayoutError(f"stage_layers 里的 {item[:40]!r} 不是层数：每段层数用逗号隔开，重复的写成"
+                              " 层数*段数，如 3,4*14,2", "stage_layers") from None
+        if a < 1 or k < 1:
+            raise LayoutError(f"stage_layers 里的 {item[:40]!r}：层数和段数都必须是正整数（每段至少一层）",
+                              "stage_layers")
+        total += k
+        if total > MAX_STAGES:
+            raise LayoutError(f"stage_layers 超过 {MAX_STAGES:,} 段：流水线至多 {MAX_STAGES:,} 段",
+                              "stage_layers")
+        parts.append((a, k))
+    return tuple(a for a, k in parts for _ in range(k))
+
+
+def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None,
+                  given: Any = None) -> tuple[int, ...]:
     n = cfg.num_layers
+    if given is not None:
+        if edge is not None:
+            raise LayoutError("stage_layers 与 pp_edge_layers 只能给一个：前者逐段给出层数，"
+                              "后者只规定首末两段", "stage_layers")
+        layers = parse_stage_layers(given) if isinstance(given, str) else given
+        try:
+            layers = tuple(_pos_int("stage_layers", v) for v in layers)
+        except TypeError:
+            raise LayoutError(f"stage_layers 必须是每段层数的列表，收到 {type(given).__name__}",
+                              "stage_layers") from None
+        if len(layers) != pp:
+            raise LayoutError(f"stage_layers 给了 {len(layers):,} 段，但 pp={pp}：每个流水线段给一个层数",
+                              "stage_layers")
+        if sum(layers) != n:
+            raise LayoutError(f"stage_layers 的层数之和是 {sum(layers):,}，但 {cfg.name} 有 "
+                              f"num_layers={n} 层：各段层数加起来必须等于总层数", "stage_layers")
+        return layers
     if edge is None:
         if pp > n:
             raise LayoutError(f"pp={pp} 超过了层数 num_layers={n}：每段至少要有一层；pp 可取 "
@@ -847,10 +923,13 @@ def build_layout(
     sp_regather: bool = True,
     stage: int | None = None,
     pp_edge_layers: int | None = None,
+    stage_layers: Any = None,
     act_bytes: float = 2,
     param_bytes: float = 2,
     grad_bytes: float = 2,
     optimizer_bytes: float = 12,
+    cp_grad_bytes: float = 4,
+    order: str = "megatron",
     gpus_per_node: int = 8,
     intra_link: str = "NVLink4",
     inter_link: str = "IB-NDR",
@@ -864,10 +943,17 @@ def build_layout(
     (the module docstring says when to turn it off).  ``stage`` the
     pipeline stage described (default: a middle stage, see the module docstring);
     ``pp_edge_layers`` puts that many layers on the first and on the last stage and splits
-    the rest evenly.  Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``,
-    gradients ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-
-    precision Adam: 2, 2, 12).  ``gpus_per_node`` and the two link names decide which link
-    each axis rides (names of :data:`tmath.hardware.LINKS`).
+    the rest evenly; ``stage_layers`` (a sequence of pp counts summing to ``num_layers``, or
+    the string :func:`parse_stage_layers` reads) gives every stage's count, for any uneven
+    split (Megatron-LM's ``--decoder-first-pipeline-num-layers`` and
+    ``--decoder-last-pipeline-num-layers`` are the case first, last, the rest even).
+    Dtypes in bytes: activations ``act_bytes``, weights ``param_bytes``, gradients
+    ``grad_bytes``, optimizer states ``optimizer_bytes`` per parameter (mixed-precision
+    Adam: 2, 2, 12); the dK, dV the CP ring's backward passes on ``cp_grad_bytes``
+    (4: fp32, as ring-flash-attention accumulates them).  ``order`` names the mesh order
+    (:data:`ORDERS`: ``"megatron"``, tp, cp, dp, pp; ``"llama3"``, the paper's [TP, CP, PP,
+    DP]): which axis is nearer the node decides which rides NVLink.  ``gpus_per_node`` and the two
+    link names decide which link each axis rides (names of :data:`tmath.hardware.LINKS`).
     """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}")
@@ -879,6 +965,9 @@ def build_layout(
     gpn = _pos_int("gpus_per_node", gpus_per_node)
     if isinstance(zero, bool) or zero not in ZERO_STAGES:
         raise LayoutError(f"zero={zero!r} 不是 ZeRO 的阶段；可取 0、1、2、3", "zero")
+    if not isinstance(order, str) or order not in ORDERS:
+        raise LayoutError(f"order={order!r} 未知：卡号的排法取 megatron（tp、cp、dp、pp，Megatron-LM）"
+                          "或 llama3（tp、cp、pp、dp，Llama 3 论文的 [TP, CP, PP, DP]）", "order")
     if recompute not in RECOMPUTES:
         raise LayoutError(f"recompute={recompute!r} 未知；可取 none、selective、full", "recompute")
     if T > cfg.max_position:
@@ -929,7 +1018,7 @@ def build_layout(
         raise LayoutError(
             f"global_batch={G} 不是 dp×micro_batch = {dp}×{b} = {dp * b} 的整数倍：每个数据并行副本"
             f"每步要处理整数个微批次；取 global_batch 为 {dp * b} 的倍数", "global_batch")
-    layers = _stage_layers(cfg, pp, pp_edge_layers)
+    layers = _stage_layers(cfg, pp, pp_edge_layers, stage_layers)
     if stage is None:
         stage = 1 if pp >= 3 else 0
     stage = _rank("stage", stage, pp)
@@ -937,4 +1026,5 @@ def build_layout(
                   layers, _bytes_arg("act_bytes", act_bytes), _bytes_arg("param_bytes", param_bytes),
                   _bytes_arg("grad_bytes", grad_bytes),
                   _bytes_arg("optimizer_bytes", optimizer_bytes), gpn, str(intra_link),
-                  str(inter_link), tpl, sp_regather and sequence_parallel)
+                  str(inter_link), tpl, sp_regather and sequence_parallel,
+                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes), order=ORDERS[order])

@@ -206,6 +206,7 @@ def build_ledger(
     kv_tok = tmath.kv_cache_bytes_per_token(cfg, dtype=dtype)
     rb = training_bytes_per_param(recipe)
     dec = decode_bound(cfg, hw, tp=tp, batch=batch, context_len=seq_len, weight_dtype=dtype, kv_dtype=dtype)
+    dec_step = _decode_with_comm(cfg, hw, tp=tp, batch=batch, seq_len=seq_len, dtype=dtype)
     sp = tp > 1
     acts = {r: activation_bytes(cfg, seq_len, batch, recompute=r, tp=tp, sequence_parallel=sp)
             for r in _RECOMPUTES}
@@ -319,9 +320,109 @@ def build_ledger(
             "experts_read_per_moe_layer": dec.experts_read,
             "kv_replicas": dec.kv_replicas,
         },
+        "decode_step": dec_step,
         "step_time_at_peak_s": step_s,
         "step_energy_at_peak_j": f.total / hw.flops_per_watt if hw.tdp_watts else None,
     }
+
+
+def _decode_with_comm(cfg: Any, hw: Any, *, tp: int, batch: int, seq_len: int,
+                      dtype: str) -> dict[str, Any]:
+    """The decode step with tensor parallelism's all-reduces: :func:`tmath.serving.decode_step`,
+    the one function the book's serving pages call too.
+
+    Convention: the step that produces each sequence's T-th token (it reads the KV of T−1
+    cached tokens); the slower of its HBM reads and its compute, plus 2 all-reduces per layer
+    of the batch's hidden states (bf16) on the node's link, priced by NCCL's ring model and
+    not overlapped with compute: a model estimate, not a bound.  ``step_seconds`` without
+    NCCL's base latency per collective, ``step_seconds_nccl_base`` with it.  Fp8 weights on a
+    GPU without fp8 tensor cores compute in bf16.  A GPU with no node data
+    (:data:`tmath.hardware.NODES`) and tp > 1 gets ``priced`` False: its all-reduces are not
+    counted, and the text says so.
+    """
+    from tmath.hardware import link, node
+    from tmath.serving import NCCL_BASE_LATENCY, decode_step
+
+    compute = "fp8" if dtype == "fp8" and hw.fp8_flops else "bf16"
+    priced = True
+    if tp > 1:
+        try:
+            node(hw)
+        except ValueError:
+            priced = False
+    kw = dict(tp=tp, batch=batch, context_len=seq_len - 1, weight_dtype=dtype, kv_dtype=dtype,
+              compute_dtype=compute)
+    if not priced:  # reads and FLOPs only: any link name gets past the lookup, its time unused
+        bare = decode_step(cfg, hw, link="NVLink4", **kw)
+        roof = max(bare.memory_seconds, bare.compute_seconds)
+        return {"priced": False, "nccl": False, "context_len": seq_len - 1, "compute_dtype": compute,
+                "all_reduces": bare.all_reduces, "all_reduce_bytes": bare.all_reduce_bytes,
+                "all_reduce_seconds": None, "all_reduce_seconds_nccl_base": None, "link": "",
+                "nccl_base_latency_s": NCCL_BASE_LATENCY,
+                "memory_seconds": bare.memory_seconds, "compute_seconds": bare.compute_seconds,
+                "comm_seconds": None, "step_seconds": roof, "step_seconds_nccl_base": None,
+                "tokens_per_s_per_seq": 1 / roof, "tokens_per_s": batch / roof}
+    step = decode_step(cfg, hw, **kw)
+    nccl = tp > 1 and link(step.link).step_latency is not None  # NCCL's model, NVIDIA links
+    base = decode_step(cfg, hw, base_latency=NCCL_BASE_LATENCY if nccl else 0.0, **kw)
+    return {
+        "priced": True,
+        "nccl": nccl,
+        "context_len": seq_len - 1,
+        "compute_dtype": compute,
+        "all_reduces": step.all_reduces,
+        "all_reduce_bytes": step.all_reduce_bytes,
+        "all_reduce_seconds": step.all_reduce_seconds,
+        "all_reduce_seconds_nccl_base": base.all_reduce_seconds,
+        "link": step.link,
+        "nccl_base_latency_s": NCCL_BASE_LATENCY,
+        "memory_seconds": step.memory_seconds,
+        "compute_seconds": step.compute_seconds,
+        "comm_seconds": step.comm_seconds,
+        "step_seconds": step.seconds,
+        "step_seconds_nccl_base": base.seconds,
+        "tokens_per_s_per_seq": 1 / step.seconds,
+        "tokens_per_s": step.tokens_per_s,
+    }
+
+
+def _decode_step_rows(ds: dict[str, Any], s: dict[str, Any]) -> list[tuple[str, str]]:
+    """The printed rows of :func:`_decode_with_comm`."""
+    rows = [("解码一步的估计（含 TP 的 all-reduce）", ""),
+            ("读 HBM", f"{1e3 * ds['memory_seconds']:.3f} ms"),
+            ("计算", f"{1e3 * ds['compute_seconds']:.3f} ms")]
+    if s["tp"] == 1:
+        rows += [("all-reduce", "无（TP=1）"), ("一步时间", f"{1e3 * ds['step_seconds']:.3f} ms")]
+    elif not ds["priced"]:
+        rows += [(f"{ds['all_reduces']} 次 all-reduce", "未计（无链路数据）"),
+                 ("一步时间（不含通信）", f"{1e3 * ds['step_seconds']:.3f} ms")]
+    else:
+        rows += [
+            (f"{ds['all_reduces']} 次 all-reduce（{ds['link']}）",
+             f"每次 {_fmt_bytes(ds['all_reduce_bytes'])}"),
+            ("每次 all-reduce 的时间", f"{1e6 * ds['all_reduce_seconds']:.2f} µs"),
+            ("一步时间", f"{1e3 * ds['step_seconds']:.3f} ms"),
+        ]
+        if ds["nccl"]:
+            rows.append(("每次加 NCCL 基础延迟时", f"{1e3 * ds['step_seconds_nccl_base']:.3f} ms"))
+    rows.append(("每条序列 token/s", f"{ds['tokens_per_s_per_seq']:,.1f}"))
+    return rows
+
+
+def _decode_step_note_zh(ds: dict[str, Any], s: dict[str, Any]) -> str:
+    """The convention of the decode estimate, in one line of the notes."""
+    text = (f"解码估计：每条序列已缓存 T−1 = {ds['context_len']:,} 个 token、生成第 T 个的一步；"
+            "读 HBM（峰值带宽）与计算（峰值算力）取大者")
+    if s["tp"] == 1:
+        return text + "。"
+    text += "，再加每层 2 次 all-reduce（注意力后、MLP 后，数组是 B 个 token 的 bf16 隐藏状态）"
+    if not ds["priced"]:
+        return text + f"；{s['gpu']} 没有节点与链路数据，这些 all-reduce 未计。"
+    if not ds["nccl"]:
+        return text + f"，按 {ds['link']} 的 α–β 模型、不与计算重叠地相加（模型估计，不是下界）。"
+    base_us = 1e6 * ds["nccl_base_latency_s"]
+    return (text + "，按 NCCL 的环形代价模型、不与计算重叠地相加（模型估计，不是下界）；"
+            f"NCCL 基础延迟每次 {base_us:.1f} µs（tmath.serving.NCCL_BASE_LATENCY）。")
 
 
 def _not_counted_zh(cfg: Any) -> str:
@@ -412,7 +513,7 @@ def render_text(led: dict[str, Any]) -> str:
         (f"激活，{RECOMPUTE_ZH.get(k, k)}", _fmt_bytes(v)) for k, v in tm["activation_bytes_per_gpu"].items()
     ]
     rows += [
-        ("解码一步的下界", ""),
+        ("解码一步的下界（只计 HBM 读取）", ""),
         ("每卡读取字节", _fmt_bytes(d["bytes_per_gpu"])),
         ("一步时间", f"{1e3 * d['step_seconds']:.3f} ms"),
         ("每条序列 token/s", f"{d['tokens_per_s_per_seq']:,.1f}"),
@@ -420,6 +521,10 @@ def render_text(led: dict[str, Any]) -> str:
     ]
     if d.get("experts_read_per_moe_layer") is not None:
         rows.append(("每个 MoE 层读取的路由专家", f"{d['experts_read_per_moe_layer']:,.2f}"))
+    ds = led.get("decode_step")
+    if ds is not None:
+        rows += _decode_step_rows(ds, s)
+
     def g4(x: float) -> str:  # 4 significant digits, as a textbook writes a large one
         return f"{x:.4g}" if 1e-3 <= abs(x) < 1e4 else sci(x)
 
@@ -441,4 +546,6 @@ def render_text(led: dict[str, Any]) -> str:
         )
     if lay["note_zh"]:
         notes.append(lay["note_zh"])
+    if ds is not None:
+        notes.append(_decode_step_note_zh(ds, s))
     return "\n".join(head) + "\n\n" + _table(rows) + "\n\n" + "\n".join(notes)

@@ -46,8 +46,29 @@ def stable(value: Any, digits: int = SIG_DIGITS) -> Any:
     return value
 
 
-def glue(name: str, variable: Any, display: bool = True) -> None:
-    """:func:`myst_nb.glue` of ``stable(variable)``: the saved record is machine-independent."""
-    from myst_nb import glue as _glue
+#: Where myst-nb's glue puts a value that is not displayed (``myst_nb.ext.glue.GLUE_PREFIX``).
+GLUE_PREFIX = "application/papermill.record/"
 
+
+def glue(name: str, variable: Any, display: bool = True) -> None:
+    """:func:`myst_nb.glue` of ``stable(variable)``: the saved record is machine-independent.
+
+    Without myst-nb (the course kit's notebooks have their glue resolved into their text and
+    do not install it), the same record is written the way myst-nb writes it.
+    """
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        _glue = _record
     _glue(name, stable(variable), display=display)
+
+
+def _record(name: str, variable: Any, display: bool = True) -> None:
+    """myst-nb's ``glue``, written out: the value's display bundle, tagged with its name."""
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as ipy_display
+
+    bundle, metadata = format_display_data(variable)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    ipy_display({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

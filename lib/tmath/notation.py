@@ -188,7 +188,7 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
     Notation("n_PP", r"n_{\text{PP}}", "流水线并行（pipeline parallelism）的段数"),
     Notation("n_EP", r"n_{\text{EP}}",
              "专家并行（expert parallelism）的卡数；专家并行组从数据并行的副本里划出"),
-    Notation("n_CP", r"n_{\text{CP}}", "上下文并行（context parallelism）的卡数：一条序列切成的段数"),
+    Notation("n_CP", r"n_{\text{CP}}", "上下文并行（context parallelism）的卡数：一条序列切成的片数"),
     Notation("W_link", r"W_{\text{link}}", "卡间链路带宽（字节/s），每个方向", assumptions=_POS),
     Notation("n_mb", r"n_{\text{mb}}", r"一个优化器步里每条流水线的微批次（micro-batch）数，"
              r"$n_{\text{mb}} = B_{\text{global}}/(n_{\text{DP}} B)$"),

@@ -5,7 +5,8 @@ step time and a feasibility verdict.
 Chinese; :func:`add_plan_parser` and :func:`run_plan` are the command line
 (``python -m tmath plan (CONFIG | --preset NAME) --dp N --tp N --pp N --ep N --cp N
 --zero {0,1,2,3} --micro-batch b --global-batch G --seq-len T [--gpu NAME]
-[--recompute {none,selective,full}] [--json]``).
+[--recompute {none,selective,full}] [--stage-layers LIST] [--peak-tflops X --hbm-gb X
+--gpus-per-node N --intra-gbs X --inter-gbs X] [--json]``).
 
 Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
 
@@ -28,8 +29,12 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    GPUs at the GPU's dense 16-bit peak, stretched by the bubble, plus every collective in
    NCCL's cost model (:func:`tmath.comm.nccl_time`: the fastest of its three protocols) on
    the links its axis rides; a group spanning nodes with g members per node reaches the
-   network through g NICs (no overlap: an upper bound; ``step_time_overlap_s`` hides all
-   communication: a lower bound).
+   network through g NICs, nothing overlapped (``step_time_overlap_s`` hides all
+   communication).  Both are model estimates, neither a bound: compute runs at peak, which
+   no kernel reaches, so with no communication the MFU is 100 %.
+   A TPU's "node" is its pod (v5p: the largest slice); a group larger than that runs ICI
+   inside each pod and the data-centre network between pods, one after the other
+   (:func:`_multislice_time`).
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 
@@ -70,9 +75,12 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "激活按 tmath.memory.activation_bytes（FlashAttention，tp > 1 时开序列并行），乘以 1F1B 下该段同时在途的"
     "微批次数；整层重计算再加上正在重算的一层。",
     "步时：全局批的 FLOPs（含重计算）平均分到每张卡、按该卡的稠密 16 位峰值算，再按气泡拉长，加上每个集合通信"
-    "在其轴所走链路上按 NCCL 成本模型的时间（三种协议取最快的；"
+    "在其轴所走链路上按 NCCL 成本模型（v2.27.7-1）的时间（三种协议取最快的；链路带宽取 NCCL 的有效值，"
+    "如 H100 的 NVLink 每方向 370.8 GB/s，不是线速 450 GB/s；"
     "跨机的组每台机器有 g 个组员时经 g 张网卡出机器；"
-    "不与计算重叠：上界）。",
+    "TPU 的组大过一个 pod 时，pod 内走 ICI、pod 之间走数据中心网络（DCN），两段先后进行；"
+    "不与计算重叠）。这是模型的估计，不是上界也不是下界：计算按峰值算，真实的核函数到不了峰值"
+    "（没有通信时 MFU 便是 100 %），通信按 NCCL 的环形模型算，真实的库另有更快的算法。",
     "可行性：每张卡的显存与数据手册容量比较，另留 5 GB 工作区。",
 )
 
@@ -232,6 +240,101 @@ def _check_bounds(values: dict[str, Any]) -> None:
             f"（或 {others}）", big)
 
 
+#: Plausible ranges of the hardware figures a reader may give (``tmath plan --peak-tflops``
+#: ...): low exclusive, high inclusive.  The fastest chips of 2025 reach some 10¹⁵–10¹⁶ FLOP/s
+#: and 10² GB of HBM; the bounds leave three orders of magnitude either way.
+HARDWARE_LIMITS: dict[str, tuple[float, float]] = {
+    "peak_flops": (0, 1e19),  # FLOP/s
+    "hbm_bytes": (0, 1e15),  # bytes (tmath.ledger.SETTING_LIMITS["hbm_bytes"])
+    "gpus_per_node": (1, 10**6),  # inclusive: the world-size bound
+    "intra_bandwidth": (0, 1e14),  # bytes/s per direction
+    "inter_bandwidth": (0, 1e14),
+}
+#: How the command line names each, and in what unit (the value divided by ``scale``).
+_HW_FLAGS = {"peak_flops": ("--peak-tflops", 1e12, "TFLOP/s"),
+             "hbm_bytes": ("--hbm-gb", 1e9, "GB"),
+             "gpus_per_node": ("--gpus-per-node", 1, "张卡"),
+             "intra_bandwidth": ("--intra-gbs", 1e9, "GB/s"),
+             "inter_bandwidth": ("--inter-gbs", 1e9, "GB/s")}
+
+
+def _custom_hardware(values: dict[str, Any]) -> dict[str, float]:
+    """The hardware figures given (not ``None``), checked against :data:`HARDWARE_LIMITS`;
+    an out-of-range or non-numeric one is a :class:`tmath.layout.LayoutError` naming it."""
+    from tmath.errors import show
+    from tmath.layout import LayoutError
+
+    out: dict[str, float] = {}
+    for name, v in values.items():
+        if v is None:
+            continue
+        flag, scale, unit = _HW_FLAGS[name]
+        lo, hi = HARDWARE_LIMITS[name]
+        if name == "gpus_per_node":
+            ok = not isinstance(v, bool) and isinstance(v, int) and lo <= v <= hi
+            if not ok:
+                raise LayoutError(f"gpus_per_node（{flag}）必须是 {lo:,} 到 {hi:,} 之间的整数，"
+                                  f"收到 {show(v)}", name)
+            out[name] = int(v)
+            continue
+        ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+              and lo < v <= hi)
+        if not ok:
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            got = f"{v / scale:.6g} {unit}" if number else show(v)
+            raise LayoutError(f"{name}（{flag}）必须是正数，不超过 {hi / scale:,.0f} {unit}，收到 {got}",
+                              name)
+        out[name] = float(v)
+    return out
+
+
+def _rated(lk: Any, bandwidth: float) -> Any:
+    """Link ``lk`` at another bandwidth (bytes/s per direction): its latencies and topology
+    kept, named for the figure (``"NVLink4@300GB/s"``)."""
+    from dataclasses import replace
+
+    return replace(lk, name=f"{lk.name}@{bandwidth / 1e9:.4g}GB/s", bandwidth=bandwidth,
+                   bidirectional=2 * bandwidth)
+
+
+def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn: Any) -> float:
+    """Seconds of a collective over ``n`` TPU chips in ``n/per_pod`` pods (slices): ICI inside
+    each pod, the data-centre network between them, one after the other (no overlap), as
+    XLA's multislice runs it.
+
+    An all-reduce reduce-scatters over the ``per_pod`` chips of a pod on ICI, all-reduces
+    each chip's ``1/per_pod`` shard across the pods on its own DCN share, and all-gathers on
+    ICI; a reduce-scatter or all-gather is the matching half; an all-to-all sends the part
+    bound for other pods, ``(n−per_pod)/n`` of a chip's input, over its DCN share and the
+    rest over ICI; a send crosses the DCN once.
+    """
+    from fractions import Fraction
+
+    from tmath import comm
+
+    v = Fraction(nbytes)
+    pods = n // per_pod
+
+    def on(lk: Any, k: str, vv: Any, m: int) -> float:
+        if m == 1 and k != "send":
+            return 0.0
+        return comm.collective_time(k, vv, m, bandwidth=lk.bandwidth, alpha=lk.alpha,
+                                    topology=lk.topology)
+
+    shard = v / per_pod
+    if kind == "all_reduce":
+        return (on(ici, "reduce_scatter", v, per_pod) + on(dcn, "all_reduce", shard, pods)
+                + on(ici, "all_gather", v, per_pod))
+    if kind == "reduce_scatter":
+        return on(ici, "reduce_scatter", v, per_pod) + on(dcn, "reduce_scatter", shard, pods)
+    if kind == "all_gather":
+        return on(dcn, "all_gather", shard, pods) + on(ici, "all_gather", v, per_pod)
+    if kind == "all_to_all":
+        away = float(v * Fraction(n - per_pod, n)) / dcn.bandwidth + (pods - 1) * dcn.alpha
+        return away + on(ici, "all_to_all", v * Fraction(per_pod, n), per_pod)
+    return on(dcn, "send", v, 2)
+
+
 def build_plan(
     cfg: Any,
     *,
@@ -252,8 +355,18 @@ def build_plan(
     recipe: str = "mixed-adam",
     workspace_bytes: float | None = None,
     hbm_bytes: float | None = None,
+    stage_layers: Any = None,
+    peak_flops: float | None = None,
+    gpus_per_node: int | None = None,
+    intra_bandwidth: float | None = None,
+    inter_bandwidth: float | None = None,
+    order: str = "megatron",
 ) -> dict[str, Any]:
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
+
+    ``order`` is the mesh order (:data:`tmath.layout.ORDERS`): ``"megatron"`` (tp, cp, dp,
+    pp) or ``"llama3"`` (the Llama 3 paper's [TP, CP, PP, DP]); it decides which groups fit
+    in a node.
 
     Raises :class:`tmath.layout.LayoutError` (a ``ValueError`` with ``.field``) for a
     layout that cannot exist, and, before any other work, for an integer argument outside
@@ -261,6 +374,12 @@ def build_plan(
     ``gpu`` must have a node (:data:`tmath.hardware.NODES`); ``sequence_parallel=True``
     needs tp > 1.  Time and memory do not grow with the mesh.  See the module docstring for
     the conventions.
+
+    ``stage_layers`` gives every pipeline stage's layer count (:func:`tmath.layout.build_layout`).
+    Any accelerator: ``peak_flops`` (dense 16-bit FLOP/s), ``hbm_bytes``, ``gpus_per_node``,
+    ``intra_bandwidth`` and ``inter_bandwidth`` (bytes/s per direction and GPU, inside a node
+    and between nodes) replace ``gpu``'s figures, each bounded by :data:`HARDWARE_LIMITS`;
+    the links keep ``gpu``'s latencies and topology.
     """
     import tmath
     from tmath import comm
@@ -282,6 +401,17 @@ def build_plan(
         raise LayoutError(f"{hw.name} 没有节点与链路数据（每节点几张卡、走什么链路），算不了通信："
                           f"请用 {usable} 之一", "gpu")
     nd = NODES[hw.name]
+    custom = _custom_hardware({"peak_flops": peak_flops, "hbm_bytes": hbm_bytes,
+                               "gpus_per_node": gpus_per_node,
+                               "intra_bandwidth": intra_bandwidth,
+                               "inter_bandwidth": inter_bandwidth})
+    lk_intra, lk_inter = link(nd.intra), link(nd.inter)
+    if "intra_bandwidth" in custom:
+        lk_intra = _rated(lk_intra, custom["intra_bandwidth"])
+    if "inter_bandwidth" in custom:
+        lk_inter = _rated(lk_inter, custom["inter_bandwidth"])
+    per_node_size = custom.get("gpus_per_node", nd.size)
+    flops = custom.get("peak_flops", hw.dense_flops)
     if sequence_parallel is True and tp == 1:
         raise LayoutError("序列并行把激活按序列切到张量并行组的各卡上，tp=1 时无从切分："
                           "取 tp > 1，或不开序列并行（off）", "sequence_parallel")
@@ -293,9 +423,11 @@ def build_plan(
         cfg, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, micro_batch=micro_batch,
         global_batch=global_batch, seq_len=seq_len, recompute=recompute,
         sequence_parallel=sequence_parallel, stage=stage, pp_edge_layers=pp_edge_layers,
+        stage_layers=stage_layers,
         act_bytes=2, param_bytes=rb.weights, grad_bytes=rb.grads, optimizer_bytes=rb.optimizer,
-        gpus_per_node=nd.size, intra_link=nd.intra, inter_link=nd.inter)
-    cap = hw.hbm_bytes if hbm_bytes is None else float(hbm_bytes)
+        gpus_per_node=per_node_size, intra_link=lk_intra.name, inter_link=lk_inter.name,
+        order=order)
+    cap = custom.get("hbm_bytes", hw.hbm_bytes)
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else float(workspace_bytes)
 
     act = _activation_per_layer(cfg, lay)
@@ -312,20 +444,21 @@ def build_plan(
     comm_s = dict.fromkeys(AXES, 0.0)
     coll_rows = []
     for c in colls:
-        lk = link(c.link)
         per_node = _members_per_node(lay, c)
-        used = c.link
-        if lk.step_latency is None:  # not an NCCL link (TPU ICI): the plain α–β model
-            t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk.bandwidth,
-                                     alpha=lk.alpha, topology=lk.topology)
+        spans = per_node < c.group and c.link == lay.inter_link
+        if lk_intra.step_latency is None:  # not an NCCL link (TPU ICI, DCN): the plain α–β model
+            if spans:  # a group larger than a pod: ICI inside each pod, DCN between pods
+                t = _multislice_time(c.kind, c.nbytes, c.group, per_node, lk_intra, lk_inter)
+            else:
+                t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk_intra.bandwidth,
+                                         alpha=lk_intra.alpha, topology=lk_intra.topology)
         else:
-            spans = per_node < c.group and c.link == lay.inter_link
-            t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lay.intra_link,
-                               inter=lay.inter_link if spans else None,
+            t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lk_intra,
+                               inter=lk_inter if spans else None,
                                per_node=per_node if spans else None)
-            # the label is the link the time is computed on: a group whose members all share
-            # a node (a pipeline pair, KV replicas inside a wider TP group) rides its NVLink
-            used = lay.inter_link if spans else lay.intra_link
+        # the label is the link the time is computed on: a group whose members all share
+        # a node (a pipeline pair, KV replicas inside a wider TP group) rides its NVLink
+        used = lay.inter_link if spans else lay.intra_link
         comm_s[c.axis] += c.count * t
         coll_rows.append({**c.as_dict(), "link": used, "per_node": per_node, "seconds_each": t,
                           "seconds": c.count * t})
@@ -342,7 +475,7 @@ def build_plan(
     # compute
     fl = checkpoint_flops(cfg, lay.seq_len, lay.global_batch, strategy=recompute, causal=True)
     model_flops, hw_flops = fl.base, fl.total
-    compute_s = hw_flops / (lay.world_size * hw.dense_flops)
+    compute_s = hw_flops / (lay.world_size * flops)
     bubble = float(lay.bubble_fraction)
     pipeline_s = compute_s / (1 - bubble)
     step_s = pipeline_s + comm_total
@@ -384,7 +517,14 @@ def build_plan(
         "pipeline_time_s": pipeline_s,
         "step_time_s": step_s,
         "step_time_overlap_s": overlap_s,
-        "mfu": model_flops / (lay.world_size * hw.dense_flops * step_s),
+        "mfu": model_flops / (lay.world_size * flops * step_s),
+        "hardware": {"name": hw.name, "dense_flops": flops, "hbm_bytes": cap,
+                     "gpus_per_node": lay.gpus_per_node,
+                     "intra_link": {"name": lk_intra.name, "bandwidth": lk_intra.bandwidth},
+                     "inter_link": {"name": lk_inter.name, "bandwidth": lk_inter.bandwidth},
+                     "custom": sorted(custom),
+                     # NCCL's cost model on GPU links; the plain α–β model on TPU ICI and DCN
+                     "comm_model": "alpha-beta" if lk_intra.step_latency is None else "nccl"},
         "hbm_bytes_per_gpu": cap,
         "workspace_bytes_per_gpu": work,
         "worst_stage": worst["stage"],
@@ -392,7 +532,20 @@ def build_plan(
         "conventions_zh": list(CONVENTIONS_ZH),
     }
     plan["verdict_zh"] = _verdict(plan)
+    _note_order(plan, order)
     return plan
+
+
+def _note_order(plan: dict[str, Any], order: str) -> None:
+    """Record the mesh order in ``plan``'s settings and conventions."""
+    from tmath.layout import ORDERS
+
+    plan["settings"]["order"] = order
+    axes = "、".join(ORDERS[order])
+    who = "Megatron-LM 的排法" if order == "megatron" else "Llama 3 论文的 [TP, CP, PP, DP]"
+    plan["conventions_zh"].append(
+        f"卡号按 {axes} 的顺序排（{who}，--order {order}；越靠前的轴组员的卡号越近）：一个组的"
+        f"组员都在同一节点（{plan['settings']['gpus_per_node']} 卡）内时走节点内的链路，否则走网络。")
 
 
 def _gb(n: float) -> str:
@@ -459,6 +612,15 @@ def _wrap(line: str, width: int) -> list[str]:
     return out
 
 
+def _custom_line(hw: dict[str, Any]) -> str:
+    """The hardware a reader gave on the command line, as the text output states it."""
+    return (f"硬件按给定的数字（其余取 {hw['name']} 的）："
+            f"16 位稠密峰值 {hw['dense_flops'] / 1e12:,.4g} TFLOP/s，"
+            f"HBM {hw['hbm_bytes'] / 1e9:,.4g} GB，每节点 {hw['gpus_per_node']:,} 张卡，"
+            f"节点内 {hw['intra_link']['bandwidth'] / 1e9:,.4g} GB/s、"
+            f"节点间 {hw['inter_link']['bandwidth'] / 1e9:,.4g} GB/s（每卡每方向）")
+
+
 def render_text(plan: dict[str, Any], width: int | None = None) -> str:
     """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first.
 
@@ -478,6 +640,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"模型 {plan['model']['name']}，{s['gpu']} × {plan['world_size']:,}"
         f"（dp={s['dp']} × tp={s['tp']} × pp={s['pp']} × cp={s['cp']}；ep={s['ep']} 从 dp 中划出），"
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
+        *([_custom_line(plan["hardware"])] if plan["hardware"]["custom"] else []),
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
         f"每条流水线 n_mb = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
         "",
@@ -517,10 +680,11 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         "一个优化器步的时间估计：",
         f"  计算（峰值算力，含重计算）  {plan['compute_time_s']:.4g} s",
         f"  加上流水线气泡              {plan['pipeline_time_s']:.4g} s",
-        f"  通信（NCCL 模型，不重叠）   {sum(plan['comm_time_s'].values()):.4g} s",
-        f"  合计（上界）                {plan['step_time_s']:.4g} s；通信全部藏住时 "
+        f"  通信（{'NCCL 模型' if plan['hardware']['comm_model'] == 'nccl' else 'α–β 模型'}，不重叠）   "
+        f"{sum(plan['comm_time_s'].values()):.4g} s",
+        f"  合计（峰值算力，不重叠）    {plan['step_time_s']:.4g} s；通信全部藏住时 "
         f"{plan['step_time_overlap_s']:.4g} s",
-        f"  由此的 MFU                  {plan['mfu']:.1%}"
+        f"  由此的 MFU（计算按峰值）    {plan['mfu']:.1%}"
         + ("" if plan["feasible"] else "（这一布局放不下，MFU 只作对照）"),
         "",
         "约定：",
@@ -538,7 +702,9 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
 
 _EPILOG = "约定：\n" + "\n".join(f"  {i}. {c}" for i, c in enumerate(CONVENTIONS_ZH, 1)) + (
     "\n\n例：python -m tmath plan --preset llama3.1-405b --dp 128 --tp 8 --pp 16 --zero 1 "
-    "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7")
+    "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7\n"
+    "    python -m tmath plan --preset deepseek-v3 --gpu H800 --dp 128 --pp 16 --ep 64 --zero 1 "
+    "--global-batch 15360 --seq-len 4096 --stage-layers 3,4*14,2")
 
 
 def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -570,12 +736,27 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--stage", type=int, default=None, help="描述第几段（0 起），默认中间一段")
     p.add_argument("--pp-edge-layers", type=int, default=None,
                    help="首末两段各放的层数（其余层平均分给中间各段）")
+    p.add_argument("--stage-layers", default=None, metavar="LIST",
+                   help="逐段给出层数，逗号隔开，重复的写成 层数*段数（如 DeepSeek-V3 的 61 层分 16 段："
+                        "3,4*14,2）；与 --pp-edge-layers 二选一")
+    for flag, what in (("--peak-tflops", "每卡 16 位稠密峰值算力（TFLOP/s）"),
+                       ("--hbm-gb", "每卡显存（GB，10⁹ 字节）"),
+                       ("--intra-gbs", "节点内链路带宽（GB/s，每卡每方向）"),
+                       ("--inter-gbs", "节点间链路带宽（GB/s，每卡每方向）")):
+        p.add_argument(flag, type=float, default=None, help=f"{what}，替换 --gpu 的数字")
+    p.add_argument("--gpus-per-node", type=int, default=None,
+                   help="每节点卡数（TPU：一个 pod 或 slice 的芯片数），替换 --gpu 的数字")
     p.add_argument("--recipe", default="mixed-adam", help="训练配方（每参数字节数），默认 mixed-adam")
+    p.add_argument("--order", default="megatron", choices=("megatron", "llama3"),
+                   help="卡号的排法：megatron（tp、cp、dp、pp），或 llama3（Llama 3 论文的 "
+                        "[TP, CP, PP, DP]）；默认 megatron")
     p.add_argument("--json", action="store_true", help="输出 JSON")
     return p
 
 
 def _field_flag(field: str) -> str:
+    if field in _HW_FLAGS:  # the hardware figures: the flag names the unit (--peak-tflops)
+        return _HW_FLAGS[field][0]
     return "--" + field.replace("_", "-")
 
 
@@ -612,7 +793,14 @@ def run_plan(args: argparse.Namespace) -> int:
             cfg, dp=args.dp, tp=args.tp, pp=args.pp, ep=args.ep, cp=args.cp, zero=args.zero,
             micro_batch=args.micro_batch, global_batch=args.global_batch, seq_len=args.seq_len,
             gpu=args.gpu, recompute=args.recompute, sequence_parallel=sp, stage=args.stage,
-            pp_edge_layers=args.pp_edge_layers, recipe=args.recipe)
+            pp_edge_layers=args.pp_edge_layers, recipe=args.recipe,
+            stage_layers=args.stage_layers,
+            peak_flops=None if args.peak_tflops is None else args.peak_tflops * 1e12,
+            hbm_bytes=None if args.hbm_gb is None else args.hbm_gb * 1e9,
+            gpus_per_node=args.gpus_per_node,
+            intra_bandwidth=None if args.intra_gbs is None else args.intra_gbs * 1e9,
+            inter_bandwidth=None if args.inter_gbs is None else args.inter_gbs * 1e9,
+            order=args.order)
     except LayoutError as e:
         return fail(str(e), e.field)
     except (ValueError, TypeError) as e:
@@ -632,7 +820,8 @@ def run_plan(args: argparse.Namespace) -> int:
 #: configurations and MFU for each stage of Llama 3 405B pre-training" (arXiv:2407.21783v3,
 #: section 3.3.2, p. 10; source key ``llama3herd2024``).  ``batch_per_dp`` is sequences per
 #: data-parallel group and step; ``tokens_per_batch`` the table's "16M"; ``mfu`` its "BF16 MFU".
-#: An earlier arXiv HTML version printed DP = 4 in the last row; v3 prints 8, the only value for which
+#: The July 2024 v1 (its PDF, and the arXiv HTML before v3) printed DP = 4 in the last row; v3
+#: prints 8, the only value for which
 #: TP·CP·PP·DP = 16,384 (the errata appendix lists it as ``llama3-table4-dp``).
 def llama3_405b_layout(row: int) -> dict[str, Any]:
     """Keyword arguments of :func:`build_plan` for row ``row`` (0, 1, 2) of

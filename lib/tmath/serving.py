@@ -466,10 +466,10 @@ def _tp_all_reduce(cfg: Any, hw: Hardware, tp: int, tokens: int, act_bytes: floa
 
     _pos("act_bytes", act_bytes)
     _pos("base_latency", base_latency, True)
-    lk = get_link(node(hw).intra if link is None else link)
     nbytes = math.ceil(tokens * cfg.hidden_size * act_bytes)
-    if tp == 1:
-        return 0, nbytes, 0.0, lk.name
+    if tp == 1:  # no group: no link needed (a GPU without node data serves alone too)
+        return 0, nbytes, 0.0, "" if link is None else get_link(link).name
+    lk = get_link(node(hw).intra if link is None else link)
     if lk.step_latency is None:  # not an NCCL link: the plain α–β model
         one = comm.collective_time("all_reduce", nbytes, tp, bandwidth=lk.bandwidth,
                                    alpha=lk.alpha, topology=lk.topology) + base_latency

@@ -74,7 +74,11 @@ CITATIONS: dict[str, str] = {
     "microsoft2020supercomputer": "Microsoft（2020）《OpenAI 超级计算机发布文》",
     "narayanan2021megatron": "Narayanan 等（2021）《Megatron-LM on GPU Clusters》",
     "nccl-issue-812": "NVIDIA《NCCL issue 812：DGX A100 上 all-reduce 的总线带宽》",
-    "nccl-tuning": "NVIDIA《NCCL 源码：graph/tuning.cc》",
+    "nccl-tuning": "NVIDIA《NCCL v2.27.7-1 源码：graph/tuning.cc》",
+    "nccl-topo": "NVIDIA《NCCL v2.27.7-1 源码：graph/topo.h、topo.cc》",
+    "nccl-search": "NVIDIA《NCCL v2.27.7-1 源码：graph/search.cc》",
+    "nccl-tests-issue-212": "NVIDIA《nccl-tests issue 212：H100 的 all-reduce 性能》",
+    "vllm-custom-allreduce": "vLLM《源码：csrc/custom_all_reduce.cuh》",
     "nvidia-dgx-b200-guide": "NVIDIA《DGX B200 用户指南》",
     "nvidia-dgx-basepod": "NVIDIA《DGX BasePOD 参考架构》",
     "nvidia-nim-llm-benchmarking": "NVIDIA《NIM LLM 基准测试：Llama 3.3 70B》",
@@ -86,6 +90,7 @@ CITATIONS: dict[str, str] = {
     "deepspeed-pr4713": "DeepSpeed 拉取请求 4713《BF16_Optimizer：支持 bf16 梯度累积》",
     "nccl-tests-performance": "NVIDIA《nccl-tests：PERFORMANCE.md》",
     "pytorch-pipelining-stage": "PyTorch 源码《pipelining/stage.py》",
+    "zhu2024ringflashattn": "Zhu（2024）《ring-flash-attention 源码：ring_flash_attn.py》",
     "pytorch-tp-docs": "PyTorch 文档《Tensor Parallelism》",
     "pytorch-tp-tutorial": "Liang、Liu（2024）《PyTorch 张量并行教程》",
     "torchtitan-parallelize-llama": "PyTorch《torchtitan 源码：llama3 的 apply_tp》",
@@ -104,6 +109,11 @@ CITATIONS: dict[str, str] = {
     "nvidia-h200-datasheet": "NVIDIA《H200 Tensor Core GPU》产品页",
     "nvidia-h800-product": "NVIDIA《H800 Tensor Core GPU》产品页",
     "google-tpu-v5e": "Google Cloud《Cloud TPU v5e》文档",
+    "google-tpu-v4": "Google Cloud《Cloud TPU v4》文档",
+    "google-tpu-v5p": "Google Cloud《Cloud TPU v5p》文档",
+    "google-tpu-v6e": "Google Cloud《Cloud TPU v6e》文档",
+    "nvidia-dgx-b200-datasheet": "NVIDIA《DGX B200 数据手册》",
+    "nvidia-dgx-a100-guide": "NVIDIA《DGX A100 用户指南》",
     "korthikanti2022activation": "Korthikanti 等（2022）《Reducing Activation Recomputation》",
     "rajbhandari2020zero": "Rajbhandari 等（2020）《ZeRO》",
     "patterson2021carbon": "Patterson 等（2021）《Carbon Emissions and Large Neural Network Training》",
@@ -127,6 +137,7 @@ CITATIONS: dict[str, str] = {
     "firoozshahian2023mtia": "Firoozshahian 等（2023）《MTIA: First Generation Silicon》",
     "fina2009facilities": "FINA《设施规则 2009–2013》FR 3",
     "deepseek2024v3report": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》",
+    "deepseek2025profiledata": "DeepSeek-AI（2025）《Profiling Data in DeepSeek Infra》",
     "deepseek2024v3weights": "DeepSeek-AI《DeepSeek-V3 权重文件说明》（README_WEIGHTS.md）",
     "deepseek2024v2": "DeepSeek-AI（2024）《DeepSeek-V2》",
     "mistral2023mixtralblog": "Mistral AI《Mixtral of experts》公告（2023）",
@@ -207,7 +218,8 @@ register(
 register(
     "nvidia-a100-datasheet",
     "NVIDIA A100 Tensor Core GPU datasheet (A100 80GB SXM: BF16 tensor 312 TFLOPS "
-    "dense / 624 sparse, 80 GB HBM2e, 2,039 GB/s, 400 W, NVLink 600 GB/s)",
+    "dense / 624 sparse, 80 GB HBM2e, 2,039 GB/s, 400 W, NVLink 600 GB/s; A100 40GB SXM: "
+    "the same tensor peak, 40 GB HBM2, 1,555 GB/s, 400 W, NVLink 600 GB/s)",
     "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
     "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
 )
@@ -239,11 +251,59 @@ register(
     "google-tpu-v5e",
     "Google Cloud TPU v5e documentation (per chip: 197 TFLOP/s bf16, 394 TOP/s "
     "int8, 16 GB HBM2, 819 GB/s; bidirectional inter-chip interconnect (ICI) 400 GBps per "
-    "chip over 4 ICI ports; 2D torus; 256 chips per pod)",
+    "chip over 4 ICI ports; 2D torus; 256 chips per pod; 8 chips and 2 x 100 Gbps NICs per "
+    "host, data center network bandwidth 6.4 Tbps per pod)",
     "https://cloud.google.com/tpu/docs/v5e",
     "Google publishes no per-chip TDP for v5e. An older version of the page printed 'ICI "
     "1,600 Gbps' (200 GB/s, one direction); the current page prints 400 GBps bidirectional: "
     "the same links, 50 GB/s per port per direction.",
+)
+register(
+    "google-tpu-v4",
+    "Google Cloud TPU v4 documentation (per chip: 275 TFLOP/s bf16, 32 GiB HBM2, 1,200 GBps; "
+    "4,096 chips per pod; 3D mesh, a 3D torus on slices whose sides are multiples of 4)",
+    "https://cloud.google.com/tpu/docs/v4",
+    "Google's v4 page prints no ICI or data-centre-network bandwidth per chip; tmath takes "
+    "those from the scaling book (austin2025scalingbook: ICI 4.5e10 bytes/s per link one way, "
+    "6 links per chip; DCN about 2.5e10 bytes/s per host of 4 chips). Its 'Measured "
+    "min/mean/max power 90/170/192 W' is not a TDP.",
+)
+register(
+    "google-tpu-v5p",
+    "Google Cloud TPU v5p documentation (per chip: 459 TFLOP/s bf16, 95 GiB HBM2e, 2,765 GBps; "
+    "bidirectional ICI 1,200 GBps per chip; data center network (DCN) 50 Gbps per chip; 3D "
+    "torus; 8,960 chips per pod, the largest job a 96-cube slice of 6,144 chips)",
+    "https://cloud.google.com/tpu/docs/v5p",
+    "ICI: 1,200 GBps over 6 ports (3D torus) and 2 directions = 100 GB/s per port per "
+    "direction. An older version of the page printed 'Interchip Interconnect BW 4800 Gbps' "
+    "(600 GB/s, one direction): the same links. DCN 50 Gbps = 6.25 GB/s per chip.",
+)
+register(
+    "google-tpu-v6e",
+    "Google Cloud TPU v6e (Trillium) documentation (per chip: 918 TFLOP/s bf16, 32 GB HBM, "
+    "1,638 GBps, bidirectional ICI 800 GBps over 4 ports; 8 chips per host, 256 chips per "
+    "pod, 2D torus; 4 x 200 Gbps NICs per host, data center network 25.6 Tbps per pod)",
+    "https://cloud.google.com/tpu/docs/v6e",
+    "ICI: 800 GBps / 4 ports / 2 directions = 100 GB/s per port per direction. DCN: 25.6 Tbps "
+    "per pod / 256 chips = 100 Gbps = 12.5 GB/s per chip (4 x 200 Gbps per host of 8 chips).",
+)
+register(
+    "nvidia-dgx-b200-datasheet",
+    "NVIDIA DGX B200 datasheet (8 x B200: 72 PFLOPS FP8 training and 144 PFLOPS FP4 "
+    "inference, 1,440 GB total GPU memory, 64 TB/s HBM3e bandwidth, 14.4 TB/s aggregate "
+    "NVLink bandwidth; 8 x single-port ConnectX-7, up to 400 Gb/s InfiniBand)",
+    "https://resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet",
+    "Per GPU: 180 GB, 8 TB/s, 9 PFLOPS FP8 with sparsity = 4.5 PFLOPS dense, and the bf16 "
+    "dense peak half of that, 2.25 PFLOPS (NVIDIA's HGX B200 table: FP16/BF16 36 PFLOPS with "
+    "sparsity for 8 GPUs). The datasheet gives the system's power, not a per-GPU TDP.",
+)
+register(
+    "nvidia-dgx-a100-guide",
+    "NVIDIA DGX A100 User Guide, Introduction: hardware overview (8 x A100 SXM; 6 NVSwitch "
+    "chips, 600 GB/s NVLink per GPU; 8 x single-port ConnectX-6 VPI, 200 Gb/s HDR "
+    "InfiniBand, for the compute fabric)",
+    "https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html",
+    "One 200 Gb/s (25 GB/s each way) HDR port per GPU; NVLink 3: 12 links of 25 GB/s each way.",
 )
 
 register(
@@ -551,6 +611,18 @@ register(
     "tokens (3.7 days on 2,048 H800 GPUs); 14.8T pre-training tokens.",
 )
 
+register(
+    "deepseek2025profiledata",
+    "DeepSeek-AI, Profiling Data in DeepSeek Infra (README of deepseek-ai/profile-data), "
+    "Training: 'a pair of individual forward and backward chunks in DualPipe. Each chunk "
+    "contains 4 MoE (Mixture of Experts) layers. The parallel configuration aligns with "
+    "DeepSeek-V3 pretraining settings: EP64, TP1 with 4K sequence length.'",
+    "https://github.com/deepseek-ai/profile-data",
+    "The only published figure for the layers a DeepSeek-V3 pipeline stage holds: 4 MoE "
+    "layers a chunk. How the 61 layers (3 dense) and the MTP module fall on the first and "
+    "last of the 16 stages is not published.",
+)
+
 # --- MoE / memory / cheat-sheet chapters (book/ledger/moe-deepseek, memory, cheatsheet) ---
 register(
     "deepseek2024v3weights",
@@ -645,16 +717,58 @@ register(
 )
 register(
     "nccl-tuning",
-    "NCCL source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms and "
-    "protocols (baseLat, hwLat)",
-    "https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc",
-    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLatencies) NVLink "
-    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us; base latency "
-    "per collective (baseLatencies) 6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL gets 1/4 of it "
-    "(1/3 for a one-node all-gather or reduce-scatter), LL128 0.92, Simple all.  Ring "
+    "NCCL v2.27.7-1 source, src/graph/tuning.cc: the cost model NCCL uses to choose algorithms "
+    "and protocols (baseLat, hwLat, llMaxBws, ncclTopoTuneModel)",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/tuning.cc",
+    "Ring algorithm, protocols LL / LL128 / Simple: per-step latency (hwLat) NVLink "
+    "0.6 / 1.9 / 3.4 us, PCI 1.0 / 2.5 / 5.7 us, network 2.7 / 4.0 / 14.0 us (Tree's network "
+    "5.0 / 8.5 / 14 us, used 'with ppn=1'); base latency per collective (baseLat) "
+    "6.6 / 14.0 / 8.4 us.  Bus bandwidth: LL min(llMaxBw, busBw * .5), llMaxBw 141.0 GB/s on "
+    "one Hopper node (2 x 141.0 on Blackwell), 39.0 / 20.4 GB/s on 2 / more Intel nodes; "
+    "LL128 busBw * 0.92 (capped per channel at 36.7 GB/s on Hopper); Simple all.  Ring "
     "all-reduce takes 2(n-1) steps, all-gather and reduce-scatter n-1; across nodes "
-    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest the "
-    "intra-node one.  Model constants, not measurements.",
+    "2(nNodes-1) (resp. nNodes-1) of them are charged the network latency, the rest "
+    "max(intra-node latency, net overhead 1 us, x3 for Simple).  Model constants, not "
+    "measurements.",
+)
+register(
+    "nccl-topo",
+    "NCCL v2.27.7-1 source, src/graph/topo.h and topo.cc: the topology model's link "
+    "bandwidths",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/topo.h",
+    "SM90_NVLINK_BW 20.6 and SM100_NVLINK_BW 40.1 GB/s per NVLink (H100: 18 links, "
+    "370.8 GB/s; B200: 721.8 GB/s); topo.cc's kvDictPciGen counts '32.0 GT/s PCIe' as 240 x "
+    "100 Mb/s a lane, width x speed / 80 = 48 GB/s for x16; a NIC's bandwidth is its speed "
+    "in Mb/s / 8000 (400 Gb/s: 50 GB/s).",
+)
+register(
+    "nccl-search",
+    "NCCL v2.27.7-1 source, src/graph/search.cc: the speeds the graph search tries for a "
+    "channel",
+    "https://github.com/NVIDIA/nccl/blob/v2.27.7-1/src/graph/search.cc",
+    "sm90SpeedArrayInter = { 48.0, 45.0, 42.0, ... }: on Hopper no ring channel through a "
+    "network card is faster than 48 GB/s; one 50 GB/s NDR port carries at most 48 GB/s of "
+    "channels.",
+)
+register(
+    "nccl-tests-issue-212",
+    "NVIDIA/nccl-tests issue 212, \"H100 all reduce performance is poor\" (comment by "
+    "NVIDIA's sjeaugey, 2024-05-06)",
+    "https://github.com/NVIDIA/nccl-tests/issues/212",
+    "'450GB/s is the line rate. With the protocol overhead (~20%) NCCL can get an effective "
+    "NVLink bandwidth of 370GB/s ... Now allreduce uses NVLink SHARP by default ... On 8 GPUs, "
+    "you should reach a peak busBw of ~480GB/s (algbw ~275GB/s).'",
+)
+register(
+    "vllm-custom-allreduce",
+    "vLLM source, csrc/custom_all_reduce.cuh: the custom all-reduce kernels "
+    "(cross_device_reduce_1stage, cross_device_reduce_2stage)",
+    "https://github.com/vllm-project/vllm/blob/036bb685581dbedcd6cf7fc845fe87268c7d1191/"
+    "csrc/custom_all_reduce.cuh",
+    "One-stage kernel: a start flag written to every other rank ('Latency = 1 p2p write'), then "
+    "each rank reads every rank's registered buffer and sums it locally; no ring of 2(n-1) "
+    "steps.  The two-stage kernel is a reduce-scatter then an all-gather over the same "
+    "peer-to-peer reads.",
 )
 register(
     "nccl-issue-812",
@@ -700,6 +814,18 @@ register(
     "https://github.com/pytorch/pytorch/blob/main/torch/distributed/pipelining/stage.py",
     "With FSDP, every micro-batch's backward calls set_requires_gradient_sync(last_backward): "
     "'we need to accumulate gradients on previous steps and reduce them on the last step'.",
+)
+register(
+    "zhu2024ringflashattn",
+    "ring-flash-attention (Zilin Zhu), ring_flash_attn/ring_flash_attn.py: "
+    "ring_flash_attn_backward (commit be3b01f, 2024-12-19)",
+    "https://github.com/zhuzilin/ring-flash-attention/blob/"
+    "be3b01f5706f45245f9b6d78d6df231954b2ee64/ring_flash_attn/ring_flash_attn.py",
+    "The backward passes k, v to the next rank world_size - 1 times (send_recv_kv only while "
+    "step + 1 != world_size) and dk, dv every step, world_size times (d_kv_comm.send_recv_kv "
+    "after each step, then a final wait): the accumulated dK, dV end on their owner.  They are "
+    "accumulated in fp32 (block_dk_buffer.to(torch.float32)) and sent as fp32, cast to the "
+    "input dtype only at the end.",
 )
 # --- Part V (多卡的账): collectives, data and tensor parallelism ------------------------
 register("patarasuk2009bandwidth", "Bandwidth optimal all-reduce algorithms for clusters of "

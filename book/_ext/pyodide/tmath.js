@@ -291,7 +291,7 @@
     const output = box.querySelector("output");
     async function check() {
       if (!input.value.trim()) { output.textContent = "先填一个数"; return; }
-      output.textContent = worker ? "检查中……" : "第一次检查：正在载入浏览器里的 Python 和 tmath……";
+      output.textContent = worker ? "检查中……（核对用的哈希故意算得慢：对的答案约 1 秒，错的要几秒）" : "第一次检查：正在载入浏览器里的 Python 和 tmath……";
       box.classList.remove("tmath-right", "tmath-wrong");
       try {
         const r = JSON.parse(await call("check", { label: box.dataset.label, text: input.value }));

@@ -5,7 +5,8 @@ Conventions: counts (micro-batches, tokens, sequences) are exact integers (``abs
 quantities a student rounds (GB, ms, expected copies, tokens of a threshold) get
 ``rel_tol=0.01``; percentages are in percentage points with an absolute tolerance.
 GB means 10^9 bytes.  Hardware from :mod:`tmath.hardware` (H100: 989 TFLOP/s bf16, 3.35 TB/s;
-NVLink 4 450 GB/s and 0.6 us per step; InfiniBand NDR 50 GB/s per direction).
+NVLink 4 at NCCL's effective 370.8 GB/s per direction, LL 0.6 us per step at
+min(141 GB/s, half of it); InfiniBand NDR at NCCL's 48 GB/s per direction; NCCL v2.27.7-1).
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ def _together_3() -> float:
 @answer("ex-together-4", rel_tol=0, abs_tol=0.5, unit="条序列")
 def _together_4() -> float:
     """Smallest batch whose bf16 hidden states make one 8-GPU NVLink all-reduce's bandwidth
-    term exceed its latency term under NCCL's LL protocol: B > n alpha W / (D b)."""
+    term exceed its latency term under NCCL's LL protocol: B > n alpha W / (D b), W = LL's
+    bus bandwidth min(llMaxBw, 0.5 x NCCL's effective NVLink bandwidth)."""
     import math
 
     from tmath import preset
@@ -144,7 +146,7 @@ def _together_4() -> float:
     from tmath.hardware import link
 
     lk, d, ll = link("NVLink4"), preset("llama3-70b").hidden_size, PROTOCOLS["LL"]
-    alpha, w = lk.step_latency[ll.index], lk.bandwidth * ll.efficiency
+    alpha, w = lk.step_latency[ll.index], ll.bus_bandwidth(lk.bandwidth, intra=lk)
     return math.floor(8 * alpha * w / (d * 2)) + 1
 
 
