@@ -767,6 +767,11 @@ def test_grade_worked_example(grading):
     rows = list(csv.reader(io.StringIO(EXPECTED_GRADES)))
     assert len(rows) == 6 and all(len(r) == 4 + sum(TOUR_KEYS.values()) for r in rows)
     assert (tmp_path / "submitted" / "bob" / "tour.ipynb").read_bytes() == run.bob, "eve could not blank it"
+    # every tour exercise has a key and the release asks no written part: manual.csv is its header
+    from tmath.grade import MANUAL_HEADER
+
+    manual = (tmp_path / "grades" / "manual.csv").read_text(encoding="utf-8-sig")
+    assert manual == ",".join(MANUAL_HEADER) + "\n"
     chen = (tmp_path / "grades" / "feedback" / "chen.md").read_text(encoding="utf-8")
     assert "得分：7 / 7" in chen and "不是本次作业的题目，没有计分：ex-arch-2" in chen
     # the README shows the same table
