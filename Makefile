@@ -6,6 +6,7 @@
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
 #   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
 #   make grading-env   the kit installed into _build/grading-env, where `tmath grade` runs submissions
+#                      (TORCH=1: with PyTorch's CPU build, for grading the PyTorch chapters' cells)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
 #   make lab           open the notebooks in JupyterLab, converted into _build/lab so that they read as the
 #                      website does (scripts/lab_notebooks.py; JupyterLab installed on first use)
@@ -108,12 +109,24 @@ student-kit: $(STAMP)
 
 # The environment `tmath grade` runs the students' notebooks in: the course kit installed into a
 # venv of its own (no answer keys in it), as a student installs it (--kit-env _build/grading-env).
+# TORCH=1 adds PyTorch's CPU build and transformers (requirements-crosscheck.txt's pins, their own
+# dependencies at requirements.txt's), downloaded now, so that the PyTorch chapters' cells run when
+# graded; without it they fail there (ModuleNotFoundError). Grading installs nothing either way: in
+# the sandbox pip asks no index (tmath._grade_worker.OFFLINE_PIP), and there is no network.
 GRADING_ENV := _build/grading-env
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
+GRADING_PIP := $(BIN)/python -m pip --python $(GRADING_ENV)/bin/python install --quiet --no-compile
 grading-env: student-kit sandbox
 	rm -rf $(GRADING_ENV)
 	$(PYTHON) -m venv --without-pip $(GRADING_ENV)
-	$(BIN)/python -m pip --python $(GRADING_ENV)/bin/python install --quiet --no-deps --no-compile \
+	$(GRADING_PIP) --no-deps \
 	  -r _build/student-kit/transformer-math-kit/requirements.txt _build/student-kit/transformer-math-kit/tmath-*.whl
+ifeq ($(TORCH),1)
+	grep -h '==' requirements.txt requirements-crosscheck.txt > $(GRADING_ENV)/torch-constraints.txt
+	$(GRADING_PIP) --no-deps --index-url $(TORCH_INDEX) "$$(grep '^torch==' requirements-crosscheck.txt)"
+	$(GRADING_PIP) --constraint $(GRADING_ENV)/torch-constraints.txt torch transformers
+	$(BIN)/python -m pip --python $(GRADING_ENV)/bin/python check
+endif
 	@echo "Grade with: $(BIN)/python -m tmath grade submitted --release release/ASSIGNMENT --kit-env $(GRADING_ENV) --out grades/grades.csv"
 
 pdf: book browser

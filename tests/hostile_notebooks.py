@@ -138,6 +138,22 @@ while True:
     pass
 '''
 
+#: A cell that never ends, and ignores the interrupt the grader sends at the cell's time limit
+#: (``--cell-timeout``): the cells after it wait behind it until the notebook's budget is spent.
+STUBBORN = '''\
+import signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    time.sleep(0.1)
+'''
+
+#: A cell that never ends but can be interrupted: at the cell's time limit the grader stops it,
+#: and the cells after it (the later answers) run.
+SPIN = '''\
+while True:
+    pass
+'''
+
 NETWORK = '''\
 import socket
 with socket.create_connection(("127.0.0.1", {port}), timeout=5) as s:

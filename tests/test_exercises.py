@@ -413,3 +413,77 @@ def test_my_answer_prints_outside_jupyter(capsys):
 
     assert my_answer("ex-tour-2", 108) is None
     assert capsys.readouterr().out.strip() == "ex-tour-2：✓ 正确（容差：精确整数）"
+
+
+# --- the precision a key needs is stated in its exercise ---------------------------------------------
+
+_NUMERALS = {2: "两", 3: "三", 4: "四", 5: "五", 6: "六"}
+
+
+def _statements() -> dict[str, str]:
+    """Exercise label → its statement (the markdown between exercise-start and exercise-end)."""
+    import json
+
+    from conftest import ROOT
+
+    found = {}
+    for path in (ROOT / "book").rglob("*.ipynb"):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        pattern = r"```\{exercise-start\}\n:label: (ex-[\w.-]+)\n```\n(.*?)```\{exercise-end\}"
+        for m in re.finditer(pattern, text, re.S):
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def _states_precision(statement: str, key) -> bool:
+    def written(n: int) -> str:
+        return rf"(?:{n}|{_NUMERALS.get(n, n)}) ?"
+
+    if key.digits and not re.search(written(key.digits) + "位有效数字", statement):
+        return False
+    return not key.decimals or bool(re.search(written(key.decimals) + "位小数", statement))
+
+
+def test_an_exercise_states_the_precision_its_key_needs():
+    """A key that a careful 4-digit hand value misses needs digits= or decimals= (the test above),
+    and then its exercise says so: without it, ex-tour-4's 4.000 is ✗ with no warning."""
+    from tmath.exercises import HAND_DIGITS
+
+    statements = _statements()
+    labels()
+    unstated, undeclared = {}, []
+    for label, key in tmath.exercises._KEYS.items():
+        value = float(key.compute())
+        plain = float(f"{value:.{HAND_DIGITS}g}")
+        if not key.count and not key.accepts(plain) and not (key.digits or key.decimals):
+            undeclared.append(label)
+        if (key.digits or key.decimals) and not _states_precision(statements[label.split("/")[0]], key):
+            unstated[label] = key.tolerance_text()
+    assert not undeclared, f"keys a {HAND_DIGITS}-digit hand value misses, no digits=/decimals=: {undeclared}"
+    assert not unstated, f"exercises that do not state the precision their key needs: {unstated}"
+
+
+def test_the_precision_check_can_fail():
+    from tmath.exercises import AnswerKey
+
+    key = AnswerKey("ex-x", lambda: 3.99982, rel_tol=1e-5, digits=5)
+    assert not _states_precision("每层参数变为原来的多少倍？", key)
+    assert _states_precision("（保留 5 位有效数字）", key) and _states_precision("保留五位有效数字", key)
+    two = AnswerKey("ex-x", lambda: 0.35, abs_tol=0.005, decimals=2)
+    assert _states_precision("保留两位小数", two) and not _states_precision("保留 3 位小数", two)
+
+
+def test_a_wrong_label_suggests_its_own_chapter_first():
+    """Not the first labels of the alphabet (ex-arch-1/layer ...): those of the chapter asked."""
+    def hint(label):
+        with pytest.raises(ValueError, match="没有练习") as e:
+            tmath.check(1.0, label)
+        return str(e.value).split("例如 ")[1].split("、")
+
+    assert hint("ex-tour-9")[:3] == ["ex-tour-1", "ex-tour-1/share", "ex-tour-2"]
+    assert hint("ex-flash-naive-9")[0] == "ex-flash-naive-1"
+    assert all(x.startswith("ex-flash-naive-") for x in hint("ex-flash-naive-9"))
+    assert hint("ex-mh-6/alpha-3")[:3] == ["ex-mh-6/a2", "ex-mh-6/alpha-1", "ex-mh-6/alpha-2"]
+    assert hint("ex-tuor-1")[0] == "ex-tour-1", "a misspelt chapter: the closest spelling"
+    assert len(hint(3)) == 5 and len(hint("ex-nope")) == 5

@@ -662,8 +662,12 @@ def _grade_worked_example(folder: Path) -> _GradingRun:
 
 
 #: dave's notebook never ends: a cell that sleeps forever (sleeping, not spinning, so that the
-#: seconds it waits cost no CPU: the rest of the module runs meanwhile).
-FOREVER = "import time\nwhile True:\n    time.sleep(0.1)"
+#: seconds it waits cost no CPU: the rest of the module runs meanwhile) and ignores the interrupt
+#: at the cell's time limit, so the notebook's budget runs out.
+FOREVER = hostile_notebooks.STUBBORN
+#: The per-cell limit of that run: ivy's infinite loop is stopped after it, and her later
+#: answers count.
+CELL_TIMEOUT = 5
 #: The grading timeout (for the cells: the kernel's start is not counted, ``tmath.grade``'s
 #: KERNEL_START_SECONDS). frank's notebook, which must finish within it, took 5.5 s from its
 #: kernel's start to its last answer on a quiet machine and up to 10.5 s on a loaded one (SymPy
@@ -677,13 +681,15 @@ def _grade_a_timeout_a_non_notebook_and_an_empty_folder(folder: Path) -> _Gradin
     submitted.mkdir()
     (submitted / "carol.ipynb").write_text("这不是笔记本", encoding="utf-8")
     nbformat.write(_submission({}, {"ex-tour-2": FOREVER}), submitted / "dave.ipynb")
+    ivy = _submission(_right_answers(), {"ex-tour-2": hostile_notebooks.SPIN})
+    nbformat.write(ivy, submitted / "ivy.ipynb")
     (submitted / "erin").mkdir()
     (submitted / "erin" / "作业.pdf").write_bytes(b"%PDF-1.4")
     with zipfile.ZipFile(submitted / "frank.zip", "w") as z:  # otter-grader's way of handing in
         z.writestr("week1/tour.ipynb", nbformat.writes(_submission(ALICE)))
     (submitted / ".DS_Store").write_bytes(b"\0")
     return _GradingRun(folder, str(submitted), "--out", str(folder / "grades.csv"), "--timeout", str(TIMEOUT),
-                       "--jobs", "2", "--release", str(_release(folder)))
+                       "--cell-timeout", str(CELL_TIMEOUT), "--jobs", "2", "--release", str(_release(folder)))
 
 
 def _right_answers() -> dict[str, str]:
@@ -761,6 +767,11 @@ def test_grade_worked_example(grading):
     rows = list(csv.reader(io.StringIO(EXPECTED_GRADES)))
     assert len(rows) == 6 and all(len(r) == 4 + sum(TOUR_KEYS.values()) for r in rows)
     assert (tmp_path / "submitted" / "bob" / "tour.ipynb").read_bytes() == run.bob, "eve could not blank it"
+    # every tour exercise has a key and the release asks no written part: manual.csv is its header
+    from tmath.grade import MANUAL_HEADER
+
+    manual = (tmp_path / "grades" / "manual.csv").read_text(encoding="utf-8-sig")
+    assert manual == ",".join(MANUAL_HEADER) + "\n"
     chen = (tmp_path / "grades" / "feedback" / "chen.md").read_text(encoding="utf-8")
     assert "得分：7 / 7" in chen and "不是本次作业的题目，没有计分：ex-arch-2" in chen
     # the README shows the same table
@@ -788,7 +799,7 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(gradi
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "grades.csv").read_text(encoding="utf-8-sig")
     rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
-    assert set(rows) == {"学生", "carol", "dave", "erin", "frank"}
+    assert set(rows) == {"学生", "carol", "dave", "erin", "frank", "ivy"}
     assert rows["carol"][1:] == [
         "不是笔记本：carol.ipynb 无法按 Jupyter 笔记本（.ipynb）读取：不是 JSON 文件", "0", "7", *[""] * 7]
     assert rows["dave"][1].startswith(f"超时：dave.ipynb 超过 {TIMEOUT} 秒没有运行完")
@@ -798,6 +809,11 @@ def test_grade_gives_a_row_to_a_timeout_a_non_notebook_and_an_empty_folder(gradi
     assert rows["dave"][2] == "0"
     assert rows["erin"][1] == "没有找到笔记本：交来的是 作业.pdf，没有 .ipynb 文件"
     assert rows["frank"][1:] == ["已评分", "5", "7", "1", "1", "1", "1", "1", "0", ""]
+    # ivy's infinite loop, before her second answer, is stopped at the cell's limit: every answer
+    # counts (the whole notebook's timeout used to cost her every answer after the loop)
+    assert rows["ivy"][2:] == ["7", "7", *["1"] * 7], rows["ivy"]
+    assert rows["ivy"][1].startswith("执行出错：ivy.ipynb 第 "), rows["ivy"][1]
+    assert f"单元格超时: 运行超过 {CELL_TIMEOUT} 秒，已中断" in rows["ivy"][1], rows["ivy"][1]
 
 
 def test_the_release_fixes_the_parts_their_points_and_so_the_maximum(tmp_path):
@@ -1008,3 +1024,141 @@ def test_grade_falls_back_to_tcp_where_a_socket_path_would_be_too_long():
 
     assert kernel_manager("/tmp/tmath-kernel-x").transport == ("ipc" if os.name == "posix" else "tcp")
     assert kernel_manager("/tmp/" + "x" * 100).transport == "tcp"
+
+
+# --- grading by hand: manual.csv and tmath grade-merge --------------------------------------------
+
+
+def _manual_release(folder: Path) -> tuple[Path, nbformat.NotebookNode]:
+    """A release of two answer cells: ex-crossover-2, a proof with no key (graded by hand, 1
+    point by default), and ex-tour-2, a number (1 point) whose why the teacher also grades by
+    hand (``metadata.tmath.manual``: 2 points)."""
+    from student_edition import answer_cell_source
+
+    release = folder / "release" / "week2"
+    release.mkdir(parents=True)
+    proof = nbformat.v4.new_code_cell(answer_cell_source("ex-crossover-2"), metadata={
+        "tags": ["answer"], "tmath": {"exercise": "ex-crossover-2", "answers": []}})
+    number = nbformat.v4.new_code_cell(answer_cell_source("ex-tour-2"), metadata={
+        "tags": ["answer"], "tmath": {"exercise": "ex-tour-2", "answers": ["ex-tour-2"], "manual": 2}})
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("证明 $T^*_\\text{causal} = 2T^*_\\text{full} - 1$。"), proof,
+        nbformat.v4.new_markdown_cell("下一题。"), number, nbformat.v4.new_markdown_cell("本章完。")])
+    nbformat.write(nb, release / "week2.ipynb")
+    return release, nb
+
+
+def test_manual_csv_holds_each_part_graded_by_hand_with_the_students_text(tmp_path):
+    """manual.csv: one row per student and part graded by hand, the answer cell's text (turned
+    into Markdown or not) and the cells the student added after it, never the release's next
+    cell; 得分 empty for the teacher; a formula is written as text."""
+    from tmath.exercises import labels
+    from tmath.grade import MANUAL_HEADER, Assignment, Execution, Submission, manual_table
+
+    release, handed_out = _manual_release(tmp_path)
+    assignment = Assignment.from_release(release, set(labels()))
+    assert assignment.points == {"ex-tour-2": 1}
+    assert assignment.manual == {"ex-crossover-2": 1, "ex-tour-2": 2}
+
+    alice = nbformat.from_dict(json.loads(nbformat.writes(handed_out)))
+    proof = alice.cells[1]
+    alice.cells[1] = nbformat.v4.new_markdown_cell("=2*b/a-1：全量时 $aT^2 = bT$……", metadata=proof.metadata)
+    alice.cells[1]["id"] = proof["id"]  # JupyterLab keeps a cell's id and metadata when its type changes
+    mine = nbformat.v4.new_code_cell("print(2 * 3 - 1)")
+    mine.outputs = [nbformat.v4.new_output("stream", name="stdout", text="5\n")]
+    alice.cells.insert(2, mine)
+    alice.cells[4].source = 'my_answer("ex-tour-2", 108)\n# 因为 12d/(12d+13) 随 d 增大'
+    runs = {"alice": [Execution("week2.ipynb", alice)], "bob": [Execution("week2.ipynb", None, "超时")]}
+    table = manual_table([Submission("alice"), Submission("bob")], runs, assignment)
+    rows = list(csv.reader(io.StringIO(table)))
+    assert rows[0] == MANUAL_HEADER
+    by = {(r[0], r[1]): r for r in rows[1:]}
+    assert set(by) == {("alice", "ex-crossover-2"), ("alice", "ex-tour-2"), ("bob", "ex-crossover-2"),
+                       ("bob", "ex-tour-2")}
+    text = by["alice", "ex-crossover-2"][5]
+    assert text.startswith("'=2*b/a-1"), "a formula stays text in the teacher's spreadsheet"
+    assert "print(2 * 3 - 1)" in text and "［输出］5" in text and "下一题" not in text
+    assert by["alice", "ex-crossover-2"][2:5] == ["week2.ipynb", "1", ""]
+    assert "12d/(12d+13)" in by["alice", "ex-tour-2"][5] and by["alice", "ex-tour-2"][3] == "2"
+    assert by["bob", "ex-tour-2"][5] == "（没有找到这道题的答案单元格）"
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with path.open("w", encoding="utf-8-sig", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    return path
+
+
+def test_grade_merge_adds_the_manual_points_to_the_totals(tmp_path):
+    from tmath.cli import main
+    from tmath.grade import HEADER, MANUAL_HEADER
+
+    grades = _write_csv(tmp_path / "grades.csv", [
+        [*HEADER, "ex-tour-2"], ["alice", "已评分", "1", "1", "1"], ["bob", "超时", "0", "1", ""]])
+    filled = [MANUAL_HEADER, ["alice", "ex-crossover-2", "week2.ipynb", "1", "1", "证明"],
+              ["alice", "ex-tour-2", "week2.ipynb", "2", "1.5", "因为"],
+              ["bob", "ex-crossover-2", "", "1", "0", "（没有找到这道题的答案单元格）"],
+              ["bob", "ex-tour-2", "", "2", "0", ""]]
+    manual = _write_csv(tmp_path / "manual.csv", filled)
+    out = tmp_path / "total.csv"
+    assert main(["grade-merge", str(grades), str(manual), "--out", str(out)]) == 0
+    rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8-sig"))))
+    assert rows == [[*HEADER, "ex-tour-2", "ex-crossover-2（人工）", "ex-tour-2（人工）"],
+                    ["alice", "已评分", "3.5", "4", "1", "1", "1.5"],
+                    ["bob", "超时", "0", "4", "", "0", "0"]]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ((2, 4, ""), "第 3 行（学生 alice，练习 ex-tour-2）：得分为空：请填 0 到 2 之间的数"),
+    ((2, 4, "3"), "得分 3 超出范围：请填 0 到 2 之间的数"),
+    ((2, 4, "两分"), "得分 '两分' 不是数"),
+    ((2, 0, "carol"), "grades.csv 里没有这个学生"),
+    (None, "缺少这些学生的人工评分：bob（ex-crossover-2）"),
+])
+def test_grade_merge_refuses_an_unfilled_or_wrong_score_in_chinese(tmp_path, capsys, change, message):
+    from tmath.cli import main
+    from tmath.grade import HEADER, MANUAL_HEADER
+
+    grades = _write_csv(tmp_path / "grades.csv", [
+        [*HEADER, "ex-tour-2"], ["alice", "已评分", "1", "1", "1"], ["bob", "超时", "0", "1", ""]])
+    filled = [MANUAL_HEADER, ["alice", "ex-crossover-2", "a.ipynb", "1", "1", ""],
+              ["alice", "ex-tour-2", "a.ipynb", "2", "2", ""], ["bob", "ex-crossover-2", "", "1", "0", ""],
+              ["bob", "ex-tour-2", "", "2", "0", ""]]
+    if change is None:
+        del filled[3]
+    else:
+        row, column, value = change
+        filled[row][column] = value
+    manual = _write_csv(tmp_path / "manual.csv", filled)
+    out = tmp_path / "total.csv"
+    assert main(["grade-merge", str(grades), str(manual), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tmath grade-merge：错误：manual.csv：") and message in err, err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_grading_installs_nothing_and_asks_no_index(tmp_path):
+    """A PyTorch chapter's setup cell runs ``%pip install torch --index-url ...`` where torch is
+    missing: while grading, pip fails at once without a look at the index (here a local port
+    that records any connection), and the cells after it run."""
+    from tmath._grade_worker import run
+
+    index = socket.socket()
+    index.bind(("127.0.0.1", 0))
+    index.listen()
+    index.setblocking(False)
+    port = index.getsockname()[1]
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"%pip install --quiet tmath-no-such-package==1.0 "
+                                  f"--index-url http://127.0.0.1:{port}/simple"),
+        nbformat.v4.new_code_cell("import os\nprint('after', os.environ.get('PIP_NO_INDEX'))")])
+    started = time.monotonic()
+    status = run(nb, 120, str(tmp_path), 60)
+    try:
+        with pytest.raises(BlockingIOError):
+            index.accept()  # nothing dialled the index
+    finally:
+        index.close()
+    assert status == {"status": "ok"}, status
+    assert time.monotonic() - started < 60
+    assert nb.cells[1].outputs[0]["text"] == "after 1\n"

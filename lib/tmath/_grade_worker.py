@@ -1,12 +1,17 @@
 """The grader's worker: runs one handed-in notebook, inside the sandbox (:mod:`tmath.sandbox`).
 
-``python _grade_worker.py BUDGET NAME`` reads the notebook from standard input, writes it to
-``NAME`` in the current folder (the sandbox's scratch folder), runs it from the top in a new
+``python _grade_worker.py BUDGET NAME [CELL]`` reads the notebook from standard input, writes it
+to ``NAME`` in the current folder (the sandbox's scratch folder), runs it from the top in a new
 kernel of this Python (``python3``, whatever kernel the notebook names), its saved outputs
 cleared first, errors allowed, the history in memory, and ``BUDGET`` seconds for the cells,
 counted from the moment the kernel answers (:data:`KERNEL_START_SECONDS` more for the kernel
-to start). It writes to standard output one line of JSON, the status (``ok``, ``timeout``
-with the cell, ``dead``, ``failed`` with a detail), then the executed notebook.
+to start). One cell may take at most ``CELL`` seconds (default: the whole budget): then the
+kernel is interrupted, the cell gets an error output that says so, and the cells after it run
+as usual, so an infinite loop in one cell costs only that cell, not every answer after it (a
+kernel that ignores the interrupt keeps the next cells waiting until the budget is spent). It
+writes to standard output one line of JSON, the status (``ok``, ``timeout`` with the cell,
+``dead``, ``failed`` with a detail; ``interrupted``: the cells stopped at their limit), then the
+executed notebook.
 
 The grader runs this file as it is (bound read-only into the sandbox) with the course kit's
 Python: it imports nothing from tmath, only the standard library, nbformat and nbclient,
@@ -49,32 +54,61 @@ def kernel_manager(folder: str, kernel_name: str = "python3"):
     return AsyncKernelManager(kernel_name=kernel_name, **unix_sockets(folder))
 
 
-def run(nb, budget: float, folder: str) -> dict:
+#: pip in the kernel fails at once, without a look at any index (the setup cell of a PyTorch
+#: chapter runs ``%pip install torch`` where torch is missing): grading installs nothing, and
+#: has no network to install from anyway. A kit venv built with ``make grading-env TORCH=1``
+#: has torch, and the setup cell installs nothing.
+OFFLINE_PIP = {"PIP_NO_INDEX": "1", "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+#: The error output a cell stopped at its time limit gets (what the student's feedback names).
+CELL_TIMEOUT_NAME = "单元格超时"
+
+
+def run(nb, budget: float, folder: str, cell_limit: float | None = None) -> dict:
     """Execute ``nb`` (in place) in ``folder``; returns the status."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbformat.v4 import new_output
 
     for cell in nb.cells:  # nothing saved by the student counts: only what runs here
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    cell_limit = budget if cell_limit is None else min(cell_limit, budget)
     deadline = float("inf")  # set once the kernel answers: the budget is the cells'
     sockets = tempfile.mkdtemp(prefix="tmath-kernel-")
+    stopped = f"运行超过 {cell_limit:g} 秒，已中断"
     client = NotebookClient(
-        nb, km=kernel_manager(sockets), allow_errors=True, interrupt_on_timeout=False,
+        nb, km=kernel_manager(sockets), allow_errors=True, interrupt_on_timeout=True,
+        error_on_timeout={"ename": CELL_TIMEOUT_NAME, "evalue": stopped, "traceback": []},
         startup_timeout=KERNEL_START_SECONDS,
-        timeout_func=lambda cell: max(0.1, deadline - time.monotonic()),
+        timeout_func=lambda cell: max(0.1, min(cell_limit, deadline - time.monotonic())),
         extra_arguments=["--HistoryManager.hist_file=:memory:"],
         resources={"metadata": {"path": folder}},
     )
     status: dict = {"status": "ok"}
+    interrupted: list[int] = []
     index = 0
+    saved = {name: os.environ.get(name) for name in OFFLINE_PIP}
+    os.environ.update(OFFLINE_PIP)  # the kernel inherits this process's environment
     try:
         with client.setup_kernel():
             deadline = time.monotonic() + budget
             for index, cell in enumerate(nb.cells):
                 if time.monotonic() >= deadline:
                     raise CellTimeoutError(f"budget of {budget} s spent before cell {index + 1}")
+                started = time.monotonic()
                 client.execute_cell(cell, index)
+                if cell.cell_type != "code":
+                    continue
+                if time.monotonic() >= deadline:  # the budget ran out in this cell
+                    raise CellTimeoutError(f"budget of {budget} s spent in cell {index + 1}")
+                if time.monotonic() - started >= cell_limit:
+                    interrupted.append(index + 1)
+                    # the kernel's KeyboardInterrupt is the limit, not the student's error
+                    outputs = cell.get("outputs", [])
+                    cell.outputs = [o for o in outputs if o.get("ename") != "KeyboardInterrupt"]
+                    cell.outputs.append(new_output("error", ename=CELL_TIMEOUT_NAME, evalue=stopped,
+                                                   traceback=[]))
     except CellTimeoutError:
         status = {"status": "timeout", "cell": index + 1}
         # the kernel was stopped in this cell: its KeyboardInterrupt is the timeout, not an error
@@ -84,6 +118,14 @@ def run(nb, budget: float, folder: str) -> dict:
         status = {"status": "dead"}
     except Exception as e:  # noqa: BLE001 - reported in the student's row, never raised
         status = {"status": "failed", "detail": f"{type(e).__name__}: {' '.join(str(e).split())[:200]}"}
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    if interrupted:
+        status["interrupted"] = interrupted
     shutil.rmtree(sockets, ignore_errors=True)
     return status
 
@@ -92,6 +134,7 @@ def main(argv: list[str]) -> int:
     import nbformat
 
     budget, name = float(argv[0]), Path(argv[1]).name
+    cell_limit = float(argv[2]) if len(argv) > 2 else None
     # The answer goes to the grader on this process's own standard output, which nothing it
     # starts inherits: the kernel's goes to /dev/null (its standard error, like this
     # process's, to the grader, which keeps the last lines).
@@ -100,7 +143,7 @@ def main(argv: list[str]) -> int:
     src = Path.cwd() / name
     src.write_bytes(sys.stdin.buffer.read())
     nb = nbformat.read(src, as_version=4)
-    status = run(nb, budget, str(src.parent))
+    status = run(nb, budget, str(src.parent), cell_limit)
     out.write(json.dumps(status) + "\n")
     out.write(nbformat.writes(nb))
     out.close()

@@ -28,7 +28,7 @@ __all__ = ["main", "build_ledger"]  # build_ledger lives in tmath.ledger; re-exp
 
 #: Every subcommand, as the errors for an unknown or a missing one list them (a test checks
 #: this against the parser).
-COMMANDS = ("ledger", "plan", "presets", "hardware", "grade")
+COMMANDS = ("ledger", "plan", "presets", "hardware", "grade", "grade-merge")
 
 
 class _UsageError(Exception):
@@ -189,9 +189,10 @@ def _parser() -> _Parser:
     add_plan_parser(sub)  # `tmath plan` (tmath.plan)
     sub.add_parser("presets", help="列出预设模型名")
     sub.add_parser("hardware", help="列出硬件表")
-    from tmath.grade import add_grade_parser
+    from tmath.grade import add_grade_parser, add_merge_parser
 
     add_grade_parser(sub)  # `tmath grade` (tmath.grade)
+    add_merge_parser(sub)  # `tmath grade-merge`: the filled manual.csv into the totals
     return ap
 
 

@@ -341,11 +341,29 @@ def key_and_value(value, label: str) -> tuple[AnswerKey, float]:
     has no key or a value that is not a finite number."""
     _load()
     if not isinstance(label, str) or label not in _KEYS:
-        raise ValueError(
-            f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
-            f"{'、'.join(sorted(_KEYS)[:3])}"
-        )
+        raise ValueError(f"没有练习 {label!r} 的答案：请用练习旁边写明的编号，例如 "
+                         f"{'、'.join(_nearby_labels(label))}")
     return _KEYS[label], _number(value)
+
+
+def _nearby_labels(label: object, n: int = 5) -> list[str]:
+    """Up to ``n`` labels to suggest for a label that has no key: those of the same chapter
+    (``ex-tour-9`` → ``ex-tour-1`` ...; ``ex-tour-1/shares`` → ``ex-tour-1/share`` first), then
+    the closest spellings, then the first ones alphabetically."""
+    import difflib
+
+    def order(name: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+    names = sorted(_KEYS, key=order)
+    text = label if isinstance(label, str) else ""
+    exercise = text.split("/")[0]
+    chapter = re.sub(r"-\d+$", "", exercise)
+    picks = [k for k in names if k.split("/")[0] == exercise]
+    picks += [k for k in names if chapter and re.sub(r"-\d+$", "", k.split("/")[0]) == chapter]
+    picks += difflib.get_close_matches(text, names, n=n, cutoff=0.6)
+    picks += names
+    return list(dict.fromkeys(picks))[:n]
 
 
 def verdict(key: AnswerKey, ok: bool | None) -> CheckResult:

@@ -25,7 +25,9 @@ the key).
 from the top in a new kernel of the kit's Python (``python3``, whatever kernel the notebook
 names), its saved outputs cleared first, with the history in memory, errors allowed (a cell
 that raises does not stop the cells after it), and ``--timeout`` seconds for the whole
-notebook's cells, counted from the moment its kernel answers: the kernel gets
+notebook's cells (and ``--cell-timeout`` for one cell: then the kernel is interrupted and the
+cells after it run, so an infinite loop costs one cell, not every answer after it), counted from
+the moment its kernel answers: the kernel gets
 :data:`KERNEL_START_SECONDS` of its own to start, so a busy machine (many notebooks graded at
 once) does not fail a student before any cell has run.  One sandbox per notebook, killed with
 every process in it after :func:`sandbox_seconds`: nothing a notebook does stops the run or
@@ -46,7 +48,11 @@ maximum.  Each answer is checked by :func:`tmath.exercises.check` against the re
 same grid rule the student's self-check applied.
 
 ``grades.csv``: one row per student (学生, 状态, 得分, 满分) and one column per exercise
-part: its points when right, 0 wrong, empty when not answered.  UTF-8 with a byte-order
+part: its points when right, 0 wrong, empty when not answered. ``manual.csv`` beside it: one
+row per student and part graded by hand (an answer cell with no key, or one whose
+``metadata.tmath.manual`` gives it points), with the student's text and an empty 得分 for the
+teacher; ``tmath grade-merge grades.csv manual.csv --out total.csv`` adds the filled scores to
+the totals (:func:`merge_manual`).  UTF-8 with a byte-order
 mark, which spreadsheet programs need to show Chinese.  Written after every notebook has
 run, atomically, as the feedback files are.
 """
@@ -69,7 +75,8 @@ from pathlib import Path, PurePosixPath
 from tmath import sandbox
 from tmath._grade_worker import KERNEL_START_SECONDS, kernel_manager, unix_sockets
 
-__all__ = ["add_grade_parser", "run_grade", "grade", "read_answers", "Graded", "Assignment",
+__all__ = ["add_grade_parser", "add_merge_parser", "run_grade", "run_merge", "grade", "merge_manual",
+           "manual_answers", "read_answers", "Graded", "Assignment",
            "kernel_manager", "unix_sockets", "KERNEL_START_SECONDS"]
 
 ANSWER_TAG = "answer"
@@ -77,6 +84,9 @@ HEADER = ["学生", "状态", "得分", "满分"]
 #: Extra seconds the grader allows a notebook's sandbox beyond the notebook's own limit
 #: (kernel start and shutdown) before it kills it.
 GRACE_SECONDS = 120
+#: How long one cell may run by default (``--cell-timeout``): then its kernel is interrupted and
+#: the cells after it run (:mod:`tmath._grade_worker`).
+CELL_SECONDS = 120
 #: A handed-in notebook larger than this is not run (nor read).
 NOTEBOOK_BYTES = 50 * 2**20
 #: What the notebooks of one student's zip may unpack to, in all.
@@ -107,6 +117,9 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600, metavar="秒",
                    help="每个笔记本的单元格从头运行完的时限，单位秒"
                         f"（默认 600；内核启动另有 {KERNEL_START_SECONDS} 秒，不计在内）")
+    p.add_argument("--cell-timeout", type=float, default=CELL_SECONDS, metavar="秒",
+                   help=f"一个单元格最多运行多少秒（默认 {CELL_SECONDS:g}）：超过就中断它，"
+                        "后面的单元格照常运行，死循环只让这一个单元格失分")
     p.add_argument("--jobs", type=int, default=1, help="同时运行几个笔记本（默认 1）")
     p.set_defaults(func=run_grade)
     return p
@@ -116,13 +129,14 @@ def run_grade(args: argparse.Namespace) -> int:
     """The CLI's ``grade``: returns the exit status."""
     try:
         rows = grade(Path(args.submissions), Path(args.out), timeout=args.timeout,
-                     release=Path(args.release), kit_env=Path(args.kit_env), jobs=args.jobs)
+                     release=Path(args.release), kit_env=Path(args.kit_env), jobs=args.jobs,
+                     cell_timeout=args.cell_timeout)
     except GradeError as e:
         print(f"tmath grade：错误：{e}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    print(f"已评 {len(rows)} 个学生：成绩表 {out}，反馈 {out.parent / 'feedback'}，"
-          f"运行过的笔记本 {out.parent / 'autograded'}")
+    print(f"已评 {len(rows)} 个学生：成绩表 {out}，人工评分表 {out.parent / MANUAL_NAME}，"
+          f"反馈 {out.parent / 'feedback'}，运行过的笔记本 {out.parent / 'autograded'}")
     return 0
 
 
@@ -229,7 +243,8 @@ def _read_notebook(path: Path | None = None, text: str | None = None):
     return nb, None
 
 
-def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitEnv, slot: int) -> Execution:
+def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitEnv, slot: int,
+            cell_timeout: float | None = None) -> Execution:
     """Run one notebook in a new sandbox (:mod:`tmath.sandbox`) with the course kit's Python;
     the executed copy goes to ``dest``. Whatever the notebook does, this returns."""
     nb, problem = _read_notebook(path)
@@ -239,7 +254,11 @@ def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitE
 
     wall = sandbox_seconds(timeout)
     with sandbox.cgroups(slot) as groups:
-        cmd = sandbox.command(kit, slot, timeout, Path(name).name, int(wall) + 1, groups=groups)
+        worker = [str(kit.python), "/grader/worker.py", repr(float(timeout)), Path(name).name]
+        if cell_timeout is not None:
+            worker.append(repr(float(cell_timeout)))
+        cmd = sandbox.command(kit, slot, timeout, Path(name).name, int(wall) + 1, program=worker,
+                              groups=groups)
         outcome = sandbox.run(cmd, nbformat.writes(nb).encode("utf-8"), wall)
     status: dict = {"status": "timeout"} if outcome.returncode is None else {"status": "failed"}
     executed = None
@@ -255,6 +274,8 @@ def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitE
         except ValueError:
             pass
         executed, _ = _read_notebook(text=body.decode("utf-8", errors="replace"))
+    if executed is None and status["status"] == "ok":  # said ok, but sent no readable notebook
+        status = {"status": "failed", "detail": "运行后的笔记本无法读取"}
     if status["status"] == "failed" and not status.get("detail"):
         last = outcome.stderr.strip().splitlines()[-1:]
         status["detail"] = (last[0][:200] if last else f"退出码 {outcome.returncode}")
@@ -349,6 +370,11 @@ class Assignment:
 
     notebooks: list[str]  # the release's notebooks, relative to it
     points: dict[str, int]  # label -> points, in the order of the release's answer cells
+    #: exercise -> points of its part graded by hand (``manual.csv``): an answer cell without
+    #: a key (a derivation, a why), or one whose ``metadata.tmath.manual`` gives it points
+    manual: dict[str, int] = field(default_factory=dict)
+    #: the ids of the release's cells: a submission's cell with another id is the student's own
+    cell_ids: frozenset[str] = frozenset()
 
     @property
     def total(self) -> int:
@@ -358,7 +384,7 @@ class Assignment:
     def from_release(cls, release: Path, known: set[str]) -> Assignment:
         if not release.is_dir():
             raise GradeError(f"--release：{release} 不是一个文件夹")
-        notebooks, points = [], {}
+        notebooks, points, manual, ids = [], {}, {}, set()
         for path in sorted(release.rglob("*.ipynb")):
             if not _visible(path.relative_to(release)):
                 continue
@@ -367,9 +393,18 @@ class Assignment:
                 raise GradeError(f"--release：{path} {problem}")
             notebooks.append(str(path.relative_to(release)))
             for cell in nb.cells:
+                if isinstance(cell.get("id"), str):
+                    ids.add(cell["id"])
                 meta = _tmath_meta(cell)
                 if meta is None:
                     continue
+                exercise = meta.get("exercise")
+                by_hand = meta.get("manual", 0 if _labels(meta) else 1)
+                if not isinstance(by_hand, int) or isinstance(by_hand, bool) or by_hand < 0:
+                    raise GradeError(f"--release：{path.name} 里 {exercise} 的人工评分分值 {by_hand!r} "
+                                     "不是非负整数（metadata.tmath.manual）")
+                if by_hand and isinstance(exercise, str):
+                    manual.setdefault(exercise, by_hand)
                 given = meta.get("points", {})
                 for label in _labels(meta):
                     value = given.get(label, 1) if isinstance(given, dict) else 1
@@ -379,10 +414,10 @@ class Assignment:
                         raise GradeError(f"--release：{path.name} 的答案单元格问的 {label} 没有答案，"
                                          "无法评分")
                     points.setdefault(label, value)
-        if not points:
+        if not points and not manual:
             raise GradeError(f"--release：{release} 的笔记本里没有答案单元格（标签 answer），"
                              "没有可以评分的题")
-        return cls(notebooks, points)
+        return cls(notebooks, points, manual, frozenset(ids))
 
 
 def _tmath_meta(cell) -> dict | None:
@@ -498,7 +533,7 @@ def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout: float = 600,
-          jobs: int = 1) -> list[Graded]:
+          jobs: int = 1, cell_timeout: float | None = CELL_SECONDS) -> list[Graded]:
     """Execute every submission in a sandbox of its own with the kit's Python (``kit_env``),
     read its answers and check them against the keys; write ``out`` (CSV), the feedback and
     the executed copies. The release fixes the exercises, their points and so the maximum."""
@@ -510,6 +545,8 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         raise GradeError("这个 tmath 是课程包版（只有答案的哈希），不能评分：请在本书仓库的完整版环境里运行")
     if timeout <= 0:
         raise GradeError(f"--timeout 必须大于 0 秒（现在是 {timeout:g}）")
+    if cell_timeout is not None and cell_timeout <= 0:
+        raise GradeError(f"--cell-timeout 必须大于 0 秒（现在是 {cell_timeout:g}）")
     if jobs < 1:
         raise GradeError(f"--jobs 至少为 1（现在是 {jobs}）")
     assignment = Assignment.from_release(Path(release), set(labels()))
@@ -529,7 +566,7 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         sub, name, path, dest = task
         slot = slots.get()
         try:
-            return execute(name, path, dest, timeout, kit, slot)
+            return execute(name, path, dest, timeout, kit, slot, cell_timeout)
         except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row's
             return Execution(name, None, f"无法运行：{name}（评分程序出错：{type(e).__name__}）")
         finally:
@@ -562,6 +599,7 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         writer.writerow([row.student, row.status, row.score, assignment.total, *cells])
     for row in rows:
         _write_atomic(feedback_dir / f"{row.student}.md", _feedback(row, assignment.total))
+    _write_atomic(base / MANUAL_NAME, manual_table(subs, by_student, assignment), encoding="utf-8-sig")
     _write_atomic(out, table.getvalue(), encoding="utf-8-sig")
     return rows
 
@@ -575,3 +613,188 @@ def _feedback(row: Graded, total: int) -> str:
     lines += ["", "“读到”后面是从你的答案单元格里读出的答案。容差以内的答案都判为正确；“精确整数”的题必须填"
               "与答案完全相等的整数。反馈不给出正确答案。"]
     return "\n".join(lines) + "\n"
+
+
+# --- grading by hand: manual.csv, and its merge into the totals ------------------------------------
+
+#: Written next to ``--out``: one row per student and exercise part graded by hand.
+MANUAL_NAME = "manual.csv"
+MANUAL_HEADER = ["学生", "练习", "笔记本", "满分", "得分", "学生的答案"]
+#: At most this many characters of one answer go into manual.csv (the executed notebook in
+#: ``autograded/`` holds all of it).
+MANUAL_CHARS = 5000
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """``text`` as a spreadsheet shows it, never as a formula (a cell starting with ``=``, ``+``,
+    ``-`` or ``@`` is one: the student's text must not run in the teacher's spreadsheet)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _cell_text(cell) -> str:
+    """A cell as the teacher reads it: its source, and for a code cell its text output."""
+    source = cell.get("source", "")
+    parts = [source if isinstance(source, str) else "".join(map(str, source))]
+    if cell.get("cell_type") == "code":
+        for out in cell.get("outputs", []):
+            if not isinstance(out, dict):
+                continue
+            data = out.get("data") if isinstance(out.get("data"), dict) else {}
+            text = out.get("text") or data.get("text/plain")
+            if out.get("output_type") == "error":
+                text = f"{out.get('ename', '')}: {out.get('evalue', '')}"
+            if text:
+                parts.append("［输出］" + (text if isinstance(text, str) else "".join(map(str, text))))
+    return "\n".join(p.strip("\n") for p in parts if p.strip())
+
+
+def manual_answers(nb, assignment: Assignment) -> dict[str, str]:
+    """exercise -> what the student wrote for its part graded by hand: the exercise's answer cell
+    (code, or turned into Markdown) and the cells the student added right after it (those whose
+    id the release does not have), with the text outputs of the code cells."""
+    found: dict[str, str] = {}
+    cells = list(nb.cells)
+    for i, cell in enumerate(cells):
+        meta = _tmath_meta(cell)
+        exercise = meta.get("exercise") if meta is not None else None
+        if not isinstance(exercise, str) or exercise not in assignment.manual or exercise in found:
+            continue
+        texts = [_cell_text(cell)]
+        for after in cells[i + 1:] if assignment.cell_ids else []:  # no ids: the answer cell alone
+            if after.get("id") in assignment.cell_ids or _tmath_meta(after) is not None:
+                break
+            texts.append(_cell_text(after))
+        text = "\n\n".join(t for t in texts if t)
+        found[exercise] = text if len(text) <= MANUAL_CHARS else text[:MANUAL_CHARS] + "…（已截断）"
+    return found
+
+
+def manual_table(subs: list[Submission], runs: dict[str, list[Execution]], assignment: Assignment) -> str:
+    """manual.csv: one row per student and part graded by hand, 得分 left empty for the teacher."""
+    table = io.StringIO()
+    writer = csv.writer(table, lineterminator="\n")
+    writer.writerow(MANUAL_HEADER)
+    for sub in subs:
+        answers: dict[str, tuple[str, str]] = {}
+        for run in runs.get(sub.student, []):
+            if run.nb is None:
+                continue
+            try:
+                found = manual_answers(run.nb, assignment)
+            except Exception:  # noqa: BLE001 - an executed copy the reader cannot follow
+                continue
+            for exercise, text in found.items():
+                answers.setdefault(exercise, (run.name, text))
+        for exercise, points in assignment.manual.items():
+            name, text = answers.get(exercise, ("", "（没有找到这道题的答案单元格）"))
+            writer.writerow([sub.student, exercise, name, points, "", _spreadsheet_safe(text)])
+    return table.getvalue()
+
+
+def add_merge_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``tmath grade-merge`` (the filled manual.csv added to grades.csv)."""
+    p = subparsers.add_parser(
+        "grade-merge", help="把老师填好分数的 manual.csv 并入 grades.csv，算出总分",
+        description="把 tmath grade 写出的 manual.csv（老师在“得分”一栏填好分数）并入 grades.csv："
+                    "每道人工评分的题加一列，得分与满分都加上人工评分的部分。",
+    )
+    p.add_argument("grades", metavar="grades.csv", help="tmath grade 写出的成绩表")
+    p.add_argument("manual", metavar="manual.csv", help="填好“得分”一栏的人工评分表")
+    p.add_argument("--out", required=True, metavar="total.csv", help="合并后的成绩表的路径")
+    p.set_defaults(func=run_merge)
+    return p
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    try:
+        text = merge_manual(Path(args.grades), Path(args.manual))
+    except GradeError as e:
+        print(f"tmath grade-merge：错误：{e}", file=sys.stderr)
+        return 2
+    _write_atomic(Path(args.out), text, encoding="utf-8-sig")
+    print(f"已合并：总成绩表 {args.out}")
+    return 0
+
+
+def _read_csv(path: Path, what: str) -> list[list[str]]:
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            return list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise GradeError(f"{what}：无法读取 {path}（{type(e).__name__}）") from None
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def merge_manual(grades: Path, manual: Path) -> str:
+    """grades.csv with one column per part graded by hand (``练习（人工）``) and 得分, 满分
+    raised by them: the text of the merged table. Every row of manual.csv must have its 得分
+    filled, a number from 0 to its 满分; each error names the row and the fix."""
+    rows = _read_csv(grades, "grades.csv")
+    if not rows or rows[0][:len(HEADER)] != HEADER:
+        raise GradeError(f"grades.csv：{grades} 不是 tmath grade 写出的成绩表"
+                         f"（第一行应以 {','.join(HEADER)} 开头）")
+    marks = _read_csv(manual, "manual.csv")
+    if not marks or marks[0][:len(MANUAL_HEADER) - 1] != MANUAL_HEADER[:-1]:
+        raise GradeError(f"manual.csv：{manual} 不是 tmath grade 写出的人工评分表"
+                         f"（第一行应以 {','.join(MANUAL_HEADER)} 开头）")
+    students = [r[0] for r in rows[1:] if r]
+    exercises: list[str] = []
+    given: dict[tuple[str, str], float] = {}
+    most: dict[str, float] = {}
+    errors = []
+    for number, row in enumerate(marks[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        student, exercise, _name, top, score = (row + [""] * 5)[:5]
+        where = f"第 {number} 行（学生 {student}，练习 {exercise}）"
+        try:
+            top_value = float(top)
+        except ValueError:
+            errors.append(f"{where}：满分 {top!r} 不是数：请保留 tmath grade 写出的值")
+            continue
+        if student not in students:
+            errors.append(f"{where}：grades.csv 里没有这个学生：两个文件应来自同一次 tmath grade")
+            continue
+        if not score.strip():
+            errors.append(f"{where}：得分为空：请填 0 到 {_number_text(top_value)} 之间的数")
+            continue
+        try:
+            value = float(score)
+        except ValueError:
+            errors.append(f"{where}：得分 {score!r} 不是数：请填 0 到 {_number_text(top_value)} 之间的数")
+            continue
+        if not 0 <= value <= top_value:
+            errors.append(f"{where}：得分 {score} 超出范围：请填 0 到 {_number_text(top_value)} 之间的数")
+            continue
+        if (student, exercise) in given:
+            errors.append(f"{where}：这个学生的这道题出现了两次：请删去多余的一行")
+            continue
+        given[student, exercise] = value
+        most[exercise] = top_value
+        if exercise not in exercises:
+            exercises.append(exercise)
+    missing = [f"{s}（{e}）" for s in students for e in exercises if (s, e) not in given]
+    if missing:
+        errors.append(f"缺少这些学生的人工评分：{'、'.join(missing[:10])}：请为每个学生的每道题填一行")
+    if errors:
+        more = f"（另有 {len(errors) - 10} 处）" if len(errors) > 10 else ""
+        raise GradeError("manual.csv：" + "；".join(errors[:10]) + more)
+    table = io.StringIO()
+    writer = csv.writer(table, lineterminator="\n")
+    writer.writerow(rows[0] + [f"{e}（人工）" for e in exercises])
+    for row in rows[1:]:
+        if not row:
+            continue
+        student, status, score, top, *cells = row
+        extra = [given[student, e] for e in exercises]
+        try:
+            total = float(score) + sum(extra)
+            out_of = float(top) + sum(most[e] for e in exercises)
+        except ValueError:
+            raise GradeError(f"grades.csv：学生 {student} 的得分 {score!r} 或满分 {top!r} 不是数") from None
+        writer.writerow([student, status, _number_text(total), _number_text(out_of), *cells,
+                         *map(_number_text, extra)])
+    return table.getvalue()

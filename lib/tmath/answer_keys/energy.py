@@ -55,7 +55,8 @@ def _energy_3() -> float:
     return 100 * _llama31_70b()[0]
 
 
-@answer("ex-energy-3/grid", rel_tol=0.01, unit="kg CO₂e/kWh")
+# 0.2 %: the chapter works Llama 3.1 405B's out (0.414), which a 1 % tolerance would accept
+@answer("ex-energy-3/grid", rel_tol=0.002, unit="kg CO₂e/kWh", digits=3)
 def _energy_3_grid() -> float:
     # 2,040 tCO2e from the Llama 3.1 model card over the IT energy at TDP.
     return 2040e3 / _llama31_70b()[1]

@@ -78,7 +78,8 @@ def _naive_6_extra_percent(seq_len: int) -> float:
     return 100 * (flash / eager - 1)
 
 
-@answer("ex-flash-naive-6", rel_tol=0.01, unit="%")
+# 0.2 %: the chapter's GPT-2 medium example comes to 2.08%, which 1 % would accept
+@answer("ex-flash-naive-6", rel_tol=0.002, unit="%", digits=3)
 def _naive_6() -> float:
     # Llama 3 8B, one 8,192-token sequence, causal: the recompute's share of a training step
     return _naive_6_extra_percent(8192)
@@ -158,8 +159,9 @@ def _online_5() -> float:
 def _measure_1() -> float:
     from tmath import attention_memory_bytes
 
-    # Predicted (not measured) peak: three T x T float64 arrays, one head.
-    return 3 * attention_memory_bytes(B=1, T=2048, S=2048, N=1, dtype_bytes=8) / 2**20
+    # Predicted peak at T = 4096: three T x T float64 arrays, one head (the chapter measures up
+    # to T = 2048, where the prediction and the measurement stand side by side).
+    return 3 * attention_memory_bytes(B=1, T=4096, S=4096, N=1, dtype_bytes=8) / 2**20
 
 
 @answer("ex-flash-measure-3", rel_tol=0.001, unit="个 token")
