@@ -53,7 +53,7 @@ def _collectives_4() -> float:
                  / comm.link_load("all_to_all", 1, 16, "switch"))
 
 
-def _tp_over_ep(topology: str, n: int = 8, k: int = 2) -> float:
+def _tp_over_ep(topology: str, n: int = 8, k: int = 4) -> float:
     from tmath import comm
 
     tp = 4 * comm.link_load("all_reduce", 1, n, topology)
@@ -63,7 +63,8 @@ def _tp_over_ep(topology: str, n: int = 8, k: int = 2) -> float:
 
 @answer("ex-collectives-5/switch", rel_tol=0.01, unit="倍")
 def _collectives_5_switch() -> float:
-    """TP all-reduce over EP all-to-all bytes (busiest link), 8 GPUs on a switch, k = 2."""
+    """TP all-reduce over EP all-to-all bytes (busiest link), 8 GPUs on a switch, gpt-oss-20b's
+    k = 4 (the chapter's table gives k = 1, 2, 8: Mixtral's k = 2 among them)."""
     return _tp_over_ep("switch")
 
 
@@ -99,49 +100,54 @@ def _data_1_s() -> float:
                               per_node=8) * c.count for c in _llama70_dp64().collectives())
 
 
+# 16 micro-batches a step: the chapter works out 8 (ZeRO-2 4.5 times, ZeRO-3 12 times) in its text.
+N_MB_DATA_2 = 16
+
+
 def _zero_ratio(stage: int) -> float:
     from tmath import preset
     from tmath.layout import build_layout
 
     cfg = preset("llama3-8b")
-    vol = {z: build_layout(cfg, dp=64, zero=z, seq_len=8192, global_batch=64 * 8)
+    vol = {z: build_layout(cfg, dp=64, zero=z, seq_len=8192, global_batch=64 * N_MB_DATA_2)
            .comm_bytes_per_gpu()["dp"] for z in (0, stage)}
     return vol[stage] / vol[0]
 
 
 @answer("ex-data-2/zero3", rel_tol=0.01, unit="倍")
 def _data_2_zero3() -> float:
-    """ZeRO-3 bytes per step over ZeRO-0's, 8 micro-batches (3·8/2 = 12)."""
+    """ZeRO-3 bytes per step over ZeRO-0's, 16 micro-batches (3·16/2 = 24)."""
     return _zero_ratio(3)
 
 
 @answer("ex-data-2/zero2", rel_tol=0.01, unit="倍")
 def _data_2_zero2() -> float:
-    """ZeRO-2 bytes per step over ZeRO-0's, 8 micro-batches ((8 + 1)/2)."""
+    """ZeRO-2 bytes per step over ZeRO-0's, 16 micro-batches ((16 + 1)/2)."""
     return _zero_ratio(2)
 
 
 @answer("ex-data-2/fsdp2", rel_tol=0.01, unit="倍")
 def _data_2_fsdp2() -> float:
-    """FSDP2, 8 micro-batches, the first 7 with set_requires_gradient_sync(False) and
+    """FSDP2, 16 micro-batches, the first 15 with set_requires_gradient_sync(False) and
     set_reshard_after_backward(False) (reshard_after_forward left True): all-gathers in the
-    first forward and before each of the 8 backwards, one reduce-scatter: (8 + 2)/2 = 5."""
+    first forward and before each of the 16 backwards, one reduce-scatter: (16 + 2)/2 = 9."""
     from tmath import comm, count_params, preset
 
     g = 2 * count_params(preset("llama3-8b")).total
-    sent = 9 * comm.bytes_sent("all_gather", g, 64) + comm.bytes_sent("reduce_scatter", g, 64)
+    sent = (N_MB_DATA_2 + 1) * comm.bytes_sent("all_gather", g, 64) + comm.bytes_sent("reduce_scatter", g, 64)
     return sent / comm.bytes_sent("all_reduce", g, 64)
 
 
 @answer("ex-data-3", rel_tol=0.01, unit="个 token")
 def _data_3() -> float:
-    """Tokens per GPU per step at which compute equals the all-reduce, H100 peak, 64 GPUs on
-    8 nodes (8 NICs per node: 400 GB/s), α ignored."""
+    """Tokens per GPU per step at which compute equals the all-reduce, B200 peak, 64 GPUs on
+    8 DGX B200 nodes (NVLink 5 inside, 8 NDR NICs per node), α ignored (the chapter's table
+    gives the H100's)."""
     from tmath import comm, hardware
 
-    h100 = hardware.hardware("H100")
-    w = comm.group_bandwidth(64, intra="NVLink4", inter="IB-NDR", per_node=8)
-    return (64 - 1) / 64 * 2 * h100.dense_flops / (3 * w)
+    b200 = hardware.hardware("B200")
+    w = comm.group_bandwidth(64, intra="NVLink5", inter="IB-NDR", per_node=8)
+    return (64 - 1) / 64 * 2 * b200.dense_flops / (3 * w)
 
 
 @answer("ex-data-4/zero2", rel_tol=0.01, unit="GB")
@@ -161,19 +167,19 @@ def _data_4_zero3() -> float:
 
 
 def _gpt3_replica_gpus() -> int:
-    """Fewest V100-32GB per GPT-3 replica for its model states (16 bytes per parameter), in
-    whole 8-GPU servers."""
+    """Fewest 40 GB A100s per GPT-3 replica for its model states (16 bytes per parameter), in
+    whole 8-GPU servers (the chapter works out the V100's: 88 cards, 1.26 s)."""
     import math
 
     from tmath import count_params, hardware, preset
 
     p = count_params(preset("gpt3-175b")).total
-    return 8 * math.ceil(16 * p / hardware.hardware("V100").hbm_bytes / 8)
+    return 8 * math.ceil(16 * p / hardware.hardware("A100-40GB").hbm_bytes / 8)
 
 
 @answer("ex-data-5/gpus", count=True, unit="张卡")
 def _data_5_gpus() -> float:
-    """GPUs per GPT-3 replica: model states (16 B/param) over 32 GiB, rounded up to servers of 8."""
+    """GPUs per GPT-3 replica: model states (16 B/param) over 40 GiB, rounded up to servers of 8."""
     return _gpt3_replica_gpus()
 
 
