@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import yaml
+
+from book_pdf import toc_pages  # the book's pages in _toc.yml's order, as the PDF reads them
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -179,22 +180,6 @@ class Book:
         for m in re.finditer(r"\$\$\s*\((\S+)\)\s*$", text, re.M):  # dollarmath: $$ … $$ (label)
             n = number("equation")
             self.targets[m.group(1)] = Target(page, "equation", f"({n})", n)
-
-
-def toc_pages(root: Path = ROOT) -> list[str]:
-    """The book's pages in the order of ``_toc.yml`` (as ``scripts/book_pdf.py`` reads it)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                pages.append(e["file"])
-            walk(e.get("sections"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
 
 
 def _page_path(root: Path, page: str) -> Path | None:
