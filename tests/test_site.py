@@ -204,10 +204,10 @@ def test_every_page_speaks_with_one_voice(voice_findings, check):
 
 
 def exercise_counts(html: Path) -> dict[str, tuple[int, int]]:
-    """(exercises, solutions) on each chapter page (the appendices have none)."""
+    """(exercises, solutions) on each chapter page (the appendices and the guides have none)."""
     counts = {}
     for page in toc_pages():
-        if page.startswith("book/appendix/") or page in ("book/index", "book/notation"):
+        if page.startswith(("book/appendix/", "book/guides/")) or page in ("book/index", "book/notation"):
             continue
         text = (html / f"{page}.html").read_text(encoding="utf-8")
         classes = [c.split() for c in re.findall(r'<div class="([^"]*)"', text)]
