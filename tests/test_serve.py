@@ -18,11 +18,11 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_plan_robust import run_main  # noqa: E402  (tests/ is on sys.path: conftest)
 
 import tmath
 from tmath import serve
 from tmath.ledger import build_ledger
-from test_plan_robust import run_main  # noqa: E402  (tests/ is on sys.path: conftest)
 
 # --- one code path with the ledger ---------------------------------------------------------
 
@@ -38,13 +38,13 @@ LEDGER_CASES = [  # preset, gpu, tp, prompt, output, dtype
 ]
 
 
-@pytest.mark.parametrize("name,gpu,tp,P,O,dtype", LEDGER_CASES)
-def test_serve_at_batch_1_is_the_ledgers_decode_step(name, gpu, tp, P, O, dtype):
+@pytest.mark.parametrize("name,gpu,tp,P,n_out,dtype", LEDGER_CASES)
+def test_serve_at_batch_1_is_the_ledgers_decode_step(name, gpu, tp, P, n_out, dtype):
     cfg = tmath.preset(name)
-    r = serve.serve(cfg, gpu, tp=tp, prompt_len=P, output_len=O, batch=1, weight_dtype=dtype,
+    r = serve.serve(cfg, gpu, tp=tp, prompt_len=P, output_len=n_out, batch=1, weight_dtype=dtype,
                     kv_dtype=dtype)
     seq = r["ledger_seq_len"]
-    assert seq == P + max(O - 1, 1)  # the last decode step makes token P + O − 1 ... of the ledger's T
+    assert seq == P + max(n_out - 1, 1)  # the ledger's T: T − 1 cached tokens
     led = build_ledger(cfg, seq_len=seq, batch=1, dtype=dtype, tp=tp, gpu=gpu)["decode_step"]
     assert r["decode_last_ledger"] == led  # every field, exactly
     last = r["decode_last"]
@@ -60,14 +60,14 @@ def _ledger_rows(text: str) -> list[list[str]]:
     return [line.split() for line in block.splitlines()]
 
 
-@pytest.mark.parametrize("name,gpu,tp,P,O", [("llama3-70b", "H100", 8, 1000, 500),
+@pytest.mark.parametrize("name,gpu,tp,P,n_out", [("llama3-70b", "H100", 8, 1000, 500),
                                              ("deepseek-v2-lite", "H100", 1, 300, 40),
                                              ("qwen3-30b-a3b", "H200", 4, 64, 64)])
-def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, O):
+def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, n_out):
     code, out, err = run_main(["serve", "--preset", name, "--gpu", gpu, "--tp", str(tp),
-                               "--prompt-len", str(P), "--output-len", str(O)])
+                               "--prompt-len", str(P), "--output-len", str(n_out)])
     assert code == 0, err
-    seq = P + O - 1
+    seq = P + n_out - 1
     code, led, err = run_main(["ledger", "--preset", name, "--gpu", gpu, "--tp", str(tp),
                                "--seq-len", str(seq)])
     assert code == 0, err
@@ -91,14 +91,14 @@ def test_the_decode_step_is_serving_decode_step():
     assert big.bound == "算力" and big.compute_seconds > big.memory_seconds
 
 
-@pytest.mark.parametrize("name,tp,P,O,B", [("mistral-7b", 1, 4000, 200, 8),  # crosses its window
+@pytest.mark.parametrize("name,tp,P,n_out,B", [("mistral-7b", 1, 4000, 200, 8),  # crosses its window
                                            ("llama3-8b", 8, 10, 50, 300),  # crosses the ridge
                                            ("deepseek-v3", 8, 100, 30, 64),
                                            ("gpt2", 1, 5, 1, 1)])
-def test_the_tpot_sum_is_the_sum_of_the_steps(name, tp, P, O, B):
+def test_the_tpot_sum_is_the_sum_of_the_steps(name, tp, P, n_out, B):
     cfg = tmath.preset(name)
-    got = serve.tpot(cfg, "H100", tp=tp, batch=B, prompt_len=P, output_len=O)
-    ctxs = range(P, P + O - 1) if O > 1 else [P]
+    got = serve.tpot(cfg, "H100", tp=tp, batch=B, prompt_len=P, output_len=n_out)
+    ctxs = range(P, P + n_out - 1) if n_out > 1 else [P]
     want = sum(serve.decode_step(cfg, "H100", tp=tp, batch=B, context=c).seconds
                for c in ctxs) / len(ctxs)
     assert got == pytest.approx(want, rel=1e-12)
@@ -186,8 +186,8 @@ def test_speculative_sampling_keeps_the_target_distribution_and_its_alpha():
     it emits are distributed as p; a step gives (1 − α^(k+1))/(1 − α) tokens on average."""
     p = [0.5, 0.2, 0.2, 0.1]
     q = [0.25, 0.25, 0.25, 0.25]
-    alpha = sum(min(a, b) for a, b in zip(p, q))  # 0.25 + 0.2 + 0.2 + 0.1 = 0.75
-    resid = [max(0.0, a - b) for a, b in zip(p, q)]
+    alpha = sum(min(a, b) for a, b in zip(p, q, strict=True))  # 0.25 + 0.2 + 0.2 + 0.1 = 0.75
+    resid = [max(0.0, a - b) for a, b in zip(p, q, strict=True)]
     resid = [r / sum(resid) for r in resid]
     rng = random.Random(7)
     k, steps, counts, emitted = 3, 30_000, [0] * 4, 0
@@ -209,7 +209,7 @@ def test_speculative_sampling_keeps_the_target_distribution_and_its_alpha():
             counts[draw(p)] += 1  # all k accepted: the target's bonus token
             emitted += 1
     assert emitted / steps == pytest.approx(serve.speculative_tokens_per_step(alpha, k), abs=0.03)
-    for c, want in zip(counts, p):
+    for c, want in zip(counts, p, strict=True):
         assert c / emitted == pytest.approx(want, abs=0.01)
 
 

@@ -11,9 +11,9 @@ import math
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from test_import_cost import loaded_after
 from test_plan_robust import address_space_cap, run_main
+
 from tmath.errors import has_chinese
 
 INT_VALUES = (

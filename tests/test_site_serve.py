@@ -7,7 +7,11 @@ tests/test_site_compute.py's fixtures (one Pyodide load for this module).
 
 from __future__ import annotations
 
-from test_site_compute import cli, compute_site, page, run_many, server  # noqa: F401
+import test_site_compute as site
+from test_site_compute import cli, run_many
+
+# the module's fixtures: its page, on its server, of its site
+compute_site, server, page = site.compute_site, site.server, site.page
 
 SERVE_JOBS = [
     ["--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len", "1000",
@@ -48,9 +52,7 @@ def test_the_page_serves_what_the_command_line_serves(page):
 
 
 def test_a_config_file_serves_in_the_page(page):
-    from test_site_compute import HF_CONFIGS
-
-    text = (HF_CONFIGS / "llama3-8b.json").read_text(encoding="utf-8")
+    text = (site.HF_CONFIGS / "llama3-8b.json").read_text(encoding="utf-8")
     jobs = [(["serve", "config.json", "--batch", "8", "--gpu-hour-price", "2"], {"config.json": text}),
             (["serve", "config.json", "--json"], {"config.json": "{not json"})]
     got = run_many(page, jobs)

@@ -34,16 +34,19 @@ nothing here does.  Conventions shared by every function:
   weight-only quantization: read at their size, computed in bf16).  The roofline takes
   the slower of reads and compute, then adds tensor parallelism's all-reduces
   (:mod:`tmath.serving`).  These are model estimates of a perfect kernel, not measurements.
-* The decode step that produces a sequence's token number ``n`` (counting the prompt) reads
-  the KV cache of ``n - 1`` cached tokens (``context``), as ``tmath ledger`` counts it.
+* The decode step that takes in a sequence's token number ``n`` (counting the prompt; it
+  emits token ``n + 1``) reads the KV cache of the ``n - 1`` tokens before it (``context``),
+  as ``tmath ledger --seq-len n`` counts it.  The prefill of a ``P``-token prompt emits the
+  first output token; output token ``i + 1`` comes from the decode step at context ``P + i - 1``.
 * Accuracy of quantized weights or KV is not modelled; it is the cost named in the text.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 __all__ = [
     "WEIGHT_DTYPES", "KV_DTYPES", "LIMITS", "StepTime", "prefill_time", "decode_step", "tpot",
@@ -278,7 +281,7 @@ def tpot(cfg: Any, gpu: Any = "H100", *, tp: int = 1, batch: int = 1, prompt_len
     cuts = sorted({c0, c1} | {w for w in cfg.layer_windows if w is not None and c0 < w < c1})
     steps = {c: decode_step(cfg, gpu, context=c, **kw) for c in cuts}
     total, n = 0.0, c1 - c0 + 1
-    for i, (a, b) in enumerate(zip(cuts, cuts[1:] or cuts)):
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:] or cuts, strict=False)):
         sa, sb = steps[a], steps[b]
         lo = a if i == 0 else a + 1  # each piece owns its right end
         m0, m1 = sa.memory_seconds, sb.memory_seconds
