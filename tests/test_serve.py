@@ -384,3 +384,49 @@ def test_json_has_the_agreed_keys():
                 "tokens_per_target_step", "cost_per_million_output_tokens",
                 "cost_per_million_input_tokens"):
         assert isinstance(r[key], (int, float)) and r[key] > 0, key
+
+
+# --- DeepSeek-V3's published deployment and the EP model -----------------------------------
+
+
+def test_deepseeks_published_units_add_up():
+    d = serve.DEEPSEEK_V3_SERVING
+    from tmath.sources import SOURCES
+
+    for unit in d.values():
+        assert unit["source"] in SOURCES and unit["quote"]
+    v3 = tmath.preset("deepseek-v3")
+    assert d["report_prefill"]["gpus"] == 4 * 8 == d["report_prefill"]["moe_ep"]
+    assert d["report_decode"]["gpus"] == 40 * 8 == d["report_decode"]["moe_ep"]
+    # prefill: 8 original experts + 1 redundant a GPU; 32 × 9 = 256 routed + 32 redundant
+    assert 32 * d["report_prefill"]["routed_experts_per_gpu"] == v3.n_routed_experts + 32
+    # decode: one expert a GPU; 256 routed, and 64 GPUs for redundant and shared experts
+    assert d["report_decode"]["gpus"] - v3.n_routed_experts == 64
+    # the online decode unit: 18 nodes, 144 GPUs × 2 routed = 256 + 32 redundant
+    assert d["online_decode"]["gpus"] == 18 * 8 and 144 * 2 == v3.n_routed_experts + 32
+    s = d["online_statistics"]
+    assert s["mean_nodes"] * 8 * s["gpu_hour_price_usd"] * 24 == s["daily_cost_usd"]
+    hit = 100 * s["cache_hit_input_tokens_per_day"] / s["input_tokens_per_day"]  # 56.25
+    assert 56.25 <= hit < 56.35  # printed "56.3%": 56.25 rounded half up
+
+
+def test_the_ep_decode_step_by_hand():
+    v3 = tmath.preset("deepseek-v3")
+    r = serve.ep_decode_step(v3, "H800", ep=320, attention_tp=4, batch_per_gpu=32, context=0,
+                             routed_experts_per_gpu=1, shared_experts_per_gpu=0)
+    # 320 GPUs × 32 sequences = 10,240 tokens a step, 8 experts each over 256: 320 an expert
+    assert (r["tokens_per_step"], r["tokens_per_expert"]) == (10_240, 320)
+    # one expert: 3 matrices of 7168 × 2048 = 44,040,192 parameters; 58 MoE layers (61 − 3);
+    # fp8: 1 byte each.  Non-expert: 671,026,404,352 − 653,908,770,816 routed − 2,554,331,136
+    # shared − 926,679,040 embedding = 13,636,623,360, over TP 4.
+    assert r["weight_bytes_per_gpu"] == pytest.approx(13_636_623_360 / 4 + 44_040_192 * 58)
+    # all-to-all: 32 tokens × 8 experts × 7168 values × (1 + 2) bytes × 58 layers over 48 GB/s
+    assert r["all_to_all_bytes_per_gpu"] == 32 * 8 * 7168 * 3 * 58
+    assert r["all_to_all_seconds"] == pytest.approx(32 * 8 * 7168 * 3 * 58 / 48e9)
+    long = serve.ep_decode_step(v3, "H800", ep=144, batch_per_gpu=64, context=4989)
+    # MLA: 4,989 tokens × 61 layers × 576 values × 2 bytes for each of 64 sequences
+    assert long["kv_bytes_per_gpu"] == 64 * 4989 * 61 * 576 * 2
+    assert long["routed_experts_per_gpu"] == 2 and long["shared_experts_per_gpu"] == 1
+    assert long["output_tokens_per_s_per_node"] == pytest.approx(8 * 64 / long["step_seconds"])
+    assert long["fits"] and not serve.ep_decode_step(
+        v3, "H800", ep=144, batch_per_gpu=256, context=4989)["fits"]
