@@ -363,6 +363,7 @@ def test_disaggregation_sizes_the_pools_and_meets_a_tighter_slo():
     (["--draft", "llama3-8b", "--draft-len", "4", "--acceptance", "nan"], "--acceptance"),
     (["--gpu-hour-price", "-1"], "--gpu-hour-price"), (["--gpu-hour-price", "inf"], "--gpu-hour-price"),
     (["--gpu", "V100", "--tp", "8"], "--tp"), (["--prompt-len", "two"], "--prompt-len"),
+    (["--tp", "16"], "--tp"),  # beyond one 8-GPU node: TP's all-reduces would cross IB
 ])
 def test_bad_flags_are_named_in_chinese(argv, flag):
     code, out, err = run_main(["serve", "--preset", "llama3-70b", *argv])

@@ -551,8 +551,9 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     output tokens) and ``cost_per_million_input_tokens`` (prefill GPU-seconds over prompt
     tokens).
 
-    Settings outside :data:`LIMITS`, a ``tp`` that does not divide the heads, or
-    ``prompt_len + output_len`` beyond the model's context raise
+    Settings outside :data:`LIMITS`, a ``tp`` that does not divide the heads or is larger
+    than one node of ``gpu`` (:data:`tmath.hardware.NODES`; a GPU without node data serves
+    with ``tp=1`` only), or ``prompt_len + output_len`` beyond the model's context raise
     :class:`tmath.errors.InputError` naming the setting.  A deployment that does not fit is
     computed but flagged (``feasibility["feasible"]`` False).
     """
@@ -569,6 +570,17 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     kv_dtype = _dtype("kv_dtype", kv_dtype, KV_DTYPES)
     hw = _hw(gpu)
     layout = _check_tp(cfg, tp)
+    if tp > 1:
+        from tmath.hardware import node
+
+        try:
+            size = node(hw).size
+        except ValueError:
+            raise _err(f"{hw.name} 没有节点与链路数据，TP={tp} 的 all-reduce 无法计时：请用 TP=1，"
+                       "或换一种有节点数据的 GPU", "tp") from None
+        if tp > size:
+            raise _err(f"TP={tp} 超过了 {hw.name} 一个节点的 {size} 张卡：张量并行每层 2 次 all-reduce，"
+                       f"只在节点内的高速链路上划算；请用不超过 {size} 的 TP", "tp")
     total_len = prompt_len + output_len
     if total_len > cfg.max_position:
         raise _err(f"prompt_len + output_len = {total_len:,} 超过了 {cfg.name} 的 "
@@ -583,7 +595,10 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
         if draft.vocab_size != cfg.vocab_size:
             raise _err(f"草稿模型 {draft.name} 的词表（{draft.vocab_size:,}）与目标模型 {cfg.name} 的"
                        f"（{cfg.vocab_size:,}）不同：投机解码要两者共用一个分词器", "draft")
-        _check_tp(draft, tp)
+        try:
+            _check_tp(draft, tp)
+        except ValueError as e:
+            raise _err(f"草稿模型 {draft.name} 在同一 TP 组上运行，但 {e}", "draft") from None
         if total_len + draft_len > draft.max_position:
             raise _err(f"草稿模型 {draft.name} 只有 {draft.max_position:,} 个位置，"
                        f"不够 {total_len + draft_len:,}", "draft")

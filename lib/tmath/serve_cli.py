@@ -106,7 +106,7 @@ def run_serve(args: argparse.Namespace, cfg: Any) -> str:
     """Compute ``tmath serve`` for the parsed ``args`` and the loaded ``cfg``; the text or JSON."""
     import tmath
     from tmath.errors import InputError, has_chinese, show
-    from tmath.hardware import hardware, node
+    from tmath.hardware import hardware
     from tmath.serve import serve
 
     _check_flags(args)
@@ -117,12 +117,6 @@ def run_serve(args: argparse.Namespace, cfg: Any) -> str:
             raise _bad(f"--draft {show(args.draft)} 未知：请用预设名 {'、'.join(tmath.presets())} 之一",
                        "--draft")
         draft = tmath.preset(args.draft)
-    if args.tp > 1:
-        try:
-            node(hw)
-        except ValueError:
-            raise _bad(f"{hw.name} 没有节点与链路数据，TP={args.tp} 的 all-reduce 无法计时：请用 "
-                       "--tp 1，或换一种有节点数据的 GPU（python -m tmath hardware）", "--tp") from None
     try:
         res = serve(cfg, hw, tp=args.tp, prompt_len=args.prompt_len, output_len=args.output_len,
                     batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
