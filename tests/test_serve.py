@@ -431,3 +431,44 @@ def test_the_ep_decode_step_by_hand():
     assert long["output_tokens_per_s_per_node"] == pytest.approx(8 * 64 / long["step_seconds"])
     assert long["fits"] and not serve.ep_decode_step(
         v3, "H800", ep=144, batch_per_gpu=256, context=4989)["fits"]
+
+
+def test_the_longest_gap_between_tokens_by_hand():
+    # continuous (see test_continuous_batching_by_hand): R0's tokens at 2, 5, 6: gaps 3 and 1,
+    # the 3 s one while R1's prompt was prefilled; R1's at 5 and 6.
+    r = serve.simulate(TRACE, "continuous", max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 3.0, 1: 1.0})
+    # chunked: R0's tokens at 2, 4.1, 6.0: the stall is split (2.1 and 1.9); R1's at 6 and 7.
+    r = serve.simulate(TRACE, "continuous", chunk=12, max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 2.1, 1: 1.0})
+    # static: R0's at 2, 3, 4; R1's at 7, 8.
+    r = serve.simulate(TRACE, "static", max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 1.0, 1: 1.0})
+
+
+def test_chunked_prefill_trades_ttft_for_smoother_decoding():
+    trace = serve.request_trace(120, seed=11, rate=8, prompt_median=3000, prompt_sigma=0.8,
+                                output_median=150, max_prompt=7000)
+    f = serve.roofline_step_time(tmath.preset("llama3-8b"), "H100")
+    whole = serve.simulate(trace, "continuous", max_batch=64, step_time=f)
+    chunked = serve.simulate(trace, "continuous", chunk=512, max_batch=64, step_time=f)
+    assert chunked.percentile("max_itl", 0.99) < whole.percentile("max_itl", 0.99)
+    # the price: a prompt in chunks reads the weights once a chunk; chunks of 128 tokens are
+    # below H100's ridge (~295 tokens), so a lone 4,096-token prompt waits longer for its first
+    # token: 32 weight-bound iterations instead of one compute-bound one
+    lone = [serve.Request(0, 0.0, 4096, 2)]
+    t_whole = serve.simulate(lone, "continuous", step_time=f).ttft[0]
+    t_chunk = serve.simulate(lone, "continuous", chunk=128, step_time=f).ttft[0]
+    w = tmath.count_params(tmath.preset("llama3-8b")).total * 2 / 3.35e12  # one weight read
+    assert t_chunk > t_whole and t_chunk >= 32 * w
+
+
+def test_the_batch_where_speculation_stops_paying():
+    cfg, draft = tmath.preset("llama3-70b"), tmath.preset("llama3-8b")
+    kw = dict(tp=8, context=1000, k=4, alpha=0.8)
+    b = serve.speculative_breakeven_batch(cfg, draft, "H100", **kw)
+    assert b is not None and b > 1
+    assert serve.speculative_at_batch(cfg, draft, "H100", batch=b, **kw)["speedup"] < 1
+    assert serve.speculative_at_batch(cfg, draft, "H100", batch=b - 1, **kw)["speedup"] >= 1
+    # a better draft (α = 0.95) keeps paying to a larger batch
+    assert serve.speculative_breakeven_batch(cfg, draft, "H100", **{**kw, "alpha": 0.95}) > b

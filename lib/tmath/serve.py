@@ -15,8 +15,8 @@ Public names (each documented below; units: bytes, seconds, FLOPs, tokens):
 * :func:`kv_capacity` -- sequences that fit a TP group, paged or contiguous
   (:class:`KVCapacity`).
 * :func:`speculative_tokens_per_step`, :func:`speculative_speedup`,
-  :func:`speculative_at_batch` -- speculative decoding (Leviathan et al. 2023; Chen et al.
-  2023), and where it stops paying at large batches.
+  :func:`speculative_at_batch`, :func:`speculative_breakeven_batch` -- speculative decoding
+  (Leviathan et al. 2023; Chen et al. 2023), and the batch where it stops paying.
 * :func:`request_trace`, :func:`simulate`, :func:`roofline_step_time` -- a small
   discrete-event simulation of static and continuous batching and chunked prefill
   (:class:`Request`, :class:`SimResult`).
@@ -55,6 +55,7 @@ __all__ = [
     "WEIGHT_DTYPES", "KV_DTYPES", "LIMITS", "StepTime", "prefill_time", "decode_step", "tpot",
     "latency_throughput", "serve", "PagedKV", "paged_kv", "KVCapacity", "kv_capacity",
     "speculative_tokens_per_step", "speculative_speedup", "speculative_at_batch",
+    "speculative_breakeven_batch",
     "Request", "request_trace", "SimResult", "simulate", "roofline_step_time",
     "disaggregated", "cost_per_million", "DEEPSEEK_V3_SERVING", "ep_decode_step",
 ]
@@ -515,6 +516,40 @@ def speculative_at_batch(cfg: Any, draft: Any, gpu: Any = "H100", *, tp: int = 1
             "plain_bound": plain.bound}
 
 
+def speculative_breakeven_batch(cfg: Any, draft: Any, gpu: Any = "H100", *, tp: int = 1,
+                                context: int, k: int, alpha: float, weight_dtype: str = "bf16",
+                                kv_dtype: str = "bf16", max_batch: int = 1 << 16) -> int | None:
+    """The smallest batch at which speculative decoding stops paying (speed-up below 1 in
+    :func:`speculative_at_batch`), searched by doubling then bisection over batches up to
+    ``max_batch``; None if it still pays there (or never paid: then 1 is returned).
+
+    Assumes the speed-up falls as the batch grows (decode turning compute-bound), which is
+    what the roofline gives; the test checks the neighbours of the answer.
+    """
+    def pays(b: int) -> bool:
+        return speculative_at_batch(cfg, draft, gpu, tp=tp, batch=b, context=context, k=k,
+                                    alpha=alpha, weight_dtype=weight_dtype,
+                                    kv_dtype=kv_dtype)["speedup"] >= 1
+
+    if not pays(1):
+        return 1
+    lo = 1  # pays
+    hi = 2
+    while hi <= max_batch and pays(hi):
+        lo, hi = hi, hi * 2
+    if hi > max_batch:
+        if pays(max_batch):
+            return None
+        hi = max_batch
+    while hi - lo > 1:  # lo pays, hi does not
+        mid = (lo + hi) // 2
+        if pays(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 # --- cost -------------------------------------------------------------------------------
 
 
@@ -743,6 +778,9 @@ class SimResult:
     makespan: float
     output_tokens: int
     log: list[tuple[float, int, int, int]] = field(default_factory=list)  # (end, p, d, kv)
+    #: the longest wait between two consecutive output tokens of each request (absent when
+    #: output_len 1): what a reader sees as a stall when a prefill holds up the decode steps
+    max_itl: dict[int, float] = field(default_factory=dict)
 
     @property
     def mean_ttft(self) -> float:
@@ -758,7 +796,7 @@ class SimResult:
         return self.output_tokens / self.makespan if self.makespan else 0.0
 
     def percentile(self, what: str, q: float) -> float:
-        """The ``q``-quantile (0..1, nearest rank) of ``"ttft"`` or ``"tpot"``."""
+        """The ``q``-quantile (0..1, nearest rank) of ``"ttft"``, ``"tpot"`` or ``"max_itl"``."""
         v = sorted(getattr(self, what).values())
         if not v:
             return 0.0
@@ -812,8 +850,8 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
       one decode token per running sequence, then prompt tokens of the joined requests in
       arrival order, so a long prompt is spread over several iterations; its first token comes
       at the end of the iteration that finishes its prompt.
-    A request's TTFT = first token − arrival; its TPOT = (finish − first token)/(O − 1).
-    A request's KV (``kv``) counts its prompt tokens processed so far plus tokens generated.
+    A request's TTFT = first token − arrival; its TPOT = (finish − first token)/(O − 1); its
+    ``max_itl`` the longest gap between two of its consecutive tokens.  A request's KV (``kv``) counts its prompt tokens processed so far plus tokens generated.
     """
     from tmath._checks import int_arg
 
@@ -830,7 +868,15 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
     reqs = sorted(trace, key=lambda r: (r.arrival, r.id))
     res = SimResult(policy, {}, {}, {}, 0, 0.0, sum(r.output_len for r in reqs))
     first: dict[int, float] = {}
+    last: dict[int, float] = {}  # when each request's latest token came
     t, i = 0.0, 0  # clock, next request not yet admitted
+
+    def token(r: Request) -> None:
+        if r.id in last:
+            res.max_itl[r.id] = max(res.max_itl.get(r.id, 0.0), t - last[r.id])
+        else:
+            first[r.id] = t
+        last[r.id] = t
 
     def step(p: int, d: int, kv: int) -> None:
         nonlocal t
@@ -854,7 +900,7 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
                 i += 1
             step(sum(r.prompt_len for r in batch), 0, 0)
             for r in batch:
-                first[r.id] = t
+                token(r)
             gen = 1
             for r in batch:
                 if r.output_len == 1:
@@ -864,6 +910,8 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
                 step(0, len(batch), kv)
                 gen += 1
                 for r in batch:
+                    if r.output_len >= gen:
+                        token(r)
                     if r.output_len == gen:
                         done(r)
         res.makespan = t
@@ -895,11 +943,12 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
         step(p, d, kv)
         for s in decoding:
             s[2] += 1
+            token(s[0])
         for s, n in took:
             s[1] += n
             if s[1] == s[0].prompt_len:
                 s[2] = 1
-                first[s[0].id] = t
+                token(s[0])
         for s in list(running):
             if s[2] >= 1 and s[2] == s[0].output_len:
                 done(s[0])
