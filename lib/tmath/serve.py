@@ -851,7 +851,8 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
       arrival order, so a long prompt is spread over several iterations; its first token comes
       at the end of the iteration that finishes its prompt.
     A request's TTFT = first token − arrival; its TPOT = (finish − first token)/(O − 1); its
-    ``max_itl`` the longest gap between two of its consecutive tokens.  A request's KV (``kv``) counts its prompt tokens processed so far plus tokens generated.
+    ``max_itl`` the longest gap between two of its consecutive tokens.  A request's KV
+    (``kv``) counts its prompt tokens processed so far plus tokens generated.
     """
     from tmath._checks import int_arg
 
