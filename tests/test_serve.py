@@ -472,3 +472,12 @@ def test_the_batch_where_speculation_stops_paying():
     assert serve.speculative_at_batch(cfg, draft, "H100", batch=b - 1, **kw)["speedup"] >= 1
     # a better draft (α = 0.95) keeps paying to a larger batch
     assert serve.speculative_breakeven_batch(cfg, draft, "H100", **{**kw, "alpha": 0.95}) > b
+
+
+def test_feasibility_counts_the_batchs_blocks_and_windows():
+    m = tmath.preset("mistral-7b")  # 32 layers, 8 KV heads of 128, window 4,096
+    r = serve.serve(m, "H100", prompt_len=9000, output_len=1000, batch=3, block_size=16)
+    # each sequence keeps 4,096 positions a layer: 256 blocks of 16; 2·32·8·128·2 bytes a token
+    assert r["feasibility"]["kv_bytes_per_gpu"] == 3 * 4096 * 2 * 32 * 8 * 128 * 2
+    r = serve.serve(m, "H100", prompt_len=1000, output_len=10, batch=2, block_size=16)
+    assert r["feasibility"]["kv_bytes_per_gpu"] == 2 * 64 * 16 * 131072  # ⌈1010/16⌉ = 64 blocks

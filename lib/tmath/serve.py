@@ -657,16 +657,16 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     cont = kv_capacity(cfg, hw, tp=tp, max_len=cfg.max_position, kv_dtype=kv_dtype,
                        weight_dtype=weight_dtype, mode="contiguous",
                        workspace_bytes=workspace_bytes)
-    pkv = paged_kv([total_len] * batch, block_size, cap.kv_bytes_per_token_per_gpu)
+    kv_batch = batch * cap.bytes_per_sequence_per_gpu  # whole blocks, windows honoured
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else workspace_bytes
-    need = cap.weight_bytes_per_gpu + pkv.bytes + work
+    need = cap.weight_bytes_per_gpu + kv_batch + work
     fits_weights = cap.kv_budget_bytes_per_gpu > 0
     feas = {
         "feasible": bool(need <= hw.hbm_bytes),
         "gpu": hw.name,
         "hbm_bytes_per_gpu": hw.hbm_bytes,
         "weight_bytes_per_gpu": cap.weight_bytes_per_gpu,
-        "kv_bytes_per_gpu": pkv.bytes,
+        "kv_bytes_per_gpu": kv_batch,
         "workspace_bytes_per_gpu": work,
         "needed_bytes_per_gpu": need,
         "weights_fit": bool(fits_weights),
