@@ -409,6 +409,15 @@ def test_deepseeks_published_units_add_up():
     assert s["mean_nodes"] * 8 * s["gpu_hour_price_usd"] * 24 == s["daily_cost_usd"]
     hit = 100 * s["cache_hit_input_tokens_per_day"] / s["input_tokens_per_day"]  # 56.25
     assert 56.25 <= hit < 56.35  # printed "56.3%": 56.25 rounded half up
+    # revenue at R1's prices from the day's tokens (each count rounded to a billion: ±0.5B)
+    price = s["r1_price_usd_per_million"]
+    miss = s["input_tokens_per_day"] - s["cache_hit_input_tokens_per_day"]
+    revenue = (s["cache_hit_input_tokens_per_day"] * price["input_cache_hit"] + miss
+               * price["input_cache_miss"] + s["output_tokens_per_day"] * price["output"]) / 1e6
+    assert revenue == pytest.approx(562_100)
+    assert abs(revenue - s["theoretical_daily_revenue_usd"]) < 0.5e9 * (0.14 + 0.55 + 2.19) / 1e6
+    margin = 100 * (s["theoretical_daily_revenue_usd"] - s["daily_cost_usd"]) / s["daily_cost_usd"]
+    assert round(margin) == s["cost_profit_margin_percent"]  # 545.47
 
 
 def test_the_ep_decode_step_by_hand():

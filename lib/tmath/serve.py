@@ -1043,7 +1043,9 @@ def disaggregated(cfg: Any, gpu: Any = "H100", *, prompt_len: int, output_len: i
 #: the words it is read from.  Recomputed: 4 × 8 = 32 and 40 × 8 = 320 GPUs; 32 × 8 = 256
 #: routed experts + 32 redundant = 288 = 32 × 9; 256 + 64 = 320 (one expert a GPU);
 #: 18 × 8 = 144 and 144 × 2 = 288 = 256 + 32; 226.75 nodes × 8 GPUs × $2 × 24 h = $87,072;
-#: 342 / 608 = 56.25 % ("56.3%").
+#: 342 / 608 = 56.25 % ("56.3%"); at R1's prices 342B × $0.14 + 266B × $0.55 + 168B × $2.19 =
+#: $562,100 a day against the published $562,027 (the token counts are rounded to billions);
+#: (562,027 − 87,072) / 87,072 = 545.47 % ("545%").
 DEEPSEEK_V3_SERVING: dict[str, dict[str, Any]] = {
     "report_prefill": {
         "nodes": 4, "gpus": 32, "attention_tp": 4, "attention_dp": 8, "moe_ep": 32,
@@ -1088,6 +1090,9 @@ DEEPSEEK_V3_SERVING: dict[str, dict[str, Any]] = {
         "mean_kv_len_per_output_token": 4989, "peak_nodes": 278, "mean_nodes": 226.75,
         "gpu_hour_price_usd": 2.0, "daily_cost_usd": 87_072, "input_tokens_per_day": 608e9,
         "cache_hit_input_tokens_per_day": 342e9, "output_tokens_per_day": 168e9,
+        "r1_price_usd_per_million": {"input_cache_hit": 0.14, "input_cache_miss": 0.55,
+                                     "output": 2.19},
+        "theoretical_daily_revenue_usd": 562_027, "cost_profit_margin_percent": 545,
         "precision": "as in training (fp8 weights and matmuls, per the report)",
         "source": "deepseek2025inferencesystem", "where": "Statistics of DeepSeek's Online Service",
         "quote": "Each H800 node delivers an average throughput of ~73.7k tokens/s input "
