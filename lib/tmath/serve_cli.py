@@ -183,14 +183,16 @@ def render_text(r: dict[str, Any]) -> str:
         ("TPOT（O−1 个解码步的平均）", _ms(r.get("tpot_plain_s", r["tpot_s"]))),
     ]
     ds = r.get("decode_last_ledger")
-    rows.append((f"最后一个解码步（上下文 {last['context']:,}；同 ledger --seq-len "
-                 f"{r['ledger_seq_len']:,}）", ""))
+    same = (f"；同 ledger --seq-len {r['ledger_seq_len']} --batch {s['batch']} --tp {s['tp']} "
+            f"--dtype {s['weight_dtype']} --gpu {r['gpu']}" if ds is not None else "")
+    rows.append((f"最后一个解码步（缓存 {last['context']:,} 个 token{same}）", ""))
     if ds is not None:
         led_rows = _decode_step_rows(ds, {"tp": s["tp"], "gpu": r["gpu"]})[1:]
         rows += [(f"  {k}", v) for k, v in led_rows]
     else:
+        comm = _ms(last["comm_seconds"]) if s["tp"] > 1 else "无（TP=1）"
         rows += [("  读 HBM", _ms(last["memory_seconds"])), ("  计算", _ms(last["compute_seconds"])),
-                 ("  all-reduce", _ms(last["comm_seconds"])), ("  一步时间", _ms(last["seconds"]))]
+                 ("  all-reduce", comm), ("  一步时间", _ms(last["seconds"]))]
     rows += [
         ("  每卡读取：权重 / KV", f"{_fmt_bytes(last['weight_bytes'])} / {_fmt_bytes(last['kv_bytes'])}"),
         ("  受限于", last["bound"]),
