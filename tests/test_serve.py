@@ -76,7 +76,7 @@ def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, n_out):
     mine = [line.split() for line in out.splitlines()]
     for row in rows:  # the same label and the same number, whatever the column widths
         assert row in mine, (row, out)
-    assert f"同 ledger --seq-len {seq} --batch 1 --tp {tp} --dtype bf16 --gpu {gpu}" in out
+    assert f"tmath ledger --seq-len {seq} --batch 1 --tp {tp} --dtype bf16 --gpu {gpu} 的" in out
 
 
 def test_the_decode_step_is_serving_decode_step():
