@@ -490,3 +490,16 @@ def test_feasibility_counts_the_batchs_blocks_and_windows():
     assert r["feasibility"]["kv_bytes_per_gpu"] == 3 * 4096 * 2 * 32 * 8 * 128 * 2
     r = serve.serve(m, "H100", prompt_len=1000, output_len=10, batch=2, block_size=16)
     assert r["feasibility"]["kv_bytes_per_gpu"] == 2 * 64 * 16 * 131072  # ⌈1010/16⌉ = 64 blocks
+
+
+def test_the_simulation_refuses_requests_it_could_not_finish():
+    for bad in ([serve.Request(0, 0.0, 0, 3)], [serve.Request(0, 0.0, 5, 0)],
+                [serve.Request(0, float("nan"), 5, 3)],
+                [serve.Request(0, 0.0, 5, 3), serve.Request(0, 1.0, 5, 3)]):
+        with pytest.raises(ValueError):
+            serve.simulate(bad, "continuous", step_time=step_time)
+    with pytest.raises(ValueError):
+        serve.simulate(TRACE, "continuous", chunk=2, max_batch=2, step_time=step_time)
+    for kw in ({"rate": 0}, {"prompt_median": -1}, {"output_sigma": float("inf")}):
+        with pytest.raises(ValueError):
+            serve.request_trace(5, 0, **kw)

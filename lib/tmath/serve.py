@@ -756,6 +756,17 @@ def request_trace(n: int, seed: int, *, rate: float = 1.0, prompt_median: float 
     from tmath._checks import int_arg
 
     n = int_arg("n", n, 0)
+    for name, v in (("rate", rate), ("prompt_median", prompt_median),
+                    ("output_median", output_median)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+    for name, v in (("prompt_sigma", prompt_sigma), ("output_sigma", output_sigma)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and 0 <= v <= 10):
+            raise ValueError(f"{name} must be a number in [0, 10], got {v!r}")
+    max_prompt = int_arg("max_prompt", max_prompt)
+    max_output = int_arg("max_output", max_output)
     rng = random.Random(seed)
     t, out = 0.0, []
     for i in range(n):
@@ -867,6 +878,13 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
             raise ValueError(f"chunk ({chunk}) must exceed max_batch ({max_batch}): the decode "
                              "tokens of a full batch come first")
     reqs = sorted(trace, key=lambda r: (r.arrival, r.id))
+    for r in reqs:  # a request with nothing to do would never leave the batch
+        int_arg("prompt_len", r.prompt_len)
+        int_arg("output_len", r.output_len)
+        if not math.isfinite(r.arrival):
+            raise ValueError(f"request {r.id}: arrival must be a finite time, got {r.arrival!r}")
+    if len({r.id for r in reqs}) != len(reqs):
+        raise ValueError("every request of the trace needs its own id")
     res = SimResult(policy, {}, {}, {}, 0, 0.0, sum(r.output_len for r in reqs))
     first: dict[int, float] = {}
     last: dict[int, float] = {}  # when each request's latest token came
