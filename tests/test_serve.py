@@ -346,7 +346,23 @@ def test_disaggregation_sizes_the_pools_and_meets_a_tighter_slo():
     assert d["prefill_instances_per_decode_instance"] == pytest.approx(
         d["decode_requests_per_s_per_instance"] * d["ttft_s"])
     assert d["colocated_tpot_s"] > d["tpot_s"]
-    assert d["decode_batch_at_slo"] > d["colocated_batch_at_slo"] >= 0
+    assert d["decode_batch_at_slo"] > d["colocated_batch_at_slo"] > 0
+    # goodput under the SLO: the decode pool runs the larger batch
+    assert d["output_tokens_per_s_per_gpu_at_slo"] > d["colocated_output_tokens_per_s_per_gpu_at_slo"]
+    # the neighbours of the SLO batches: b meets 30 ms, b + 1 does not
+    kw = dict(tp=8, prompt_len=2000, output_len=200)
+    b = d["decode_batch_at_slo"]
+    assert serve.tpot(cfg, "H100", batch=b, **kw) <= 0.03 < serve.tpot(cfg, "H100", batch=b + 1, **kw)
+    c = d["colocated_batch_at_slo"]
+
+    def co(n):
+        return serve.tpot(cfg, "H100", batch=n, **kw) + n * d["colocated_ttft_s"] / 199
+
+    assert co(c) <= 0.03 < co(c + 1)
+    # the prompt's KV: 2,000 tokens × 80 layers × 8 heads × 128 × 2 (K, V) × 2 bytes, over
+    # 8 network ports of 48 GB/s
+    assert d["kv_transfer_bytes"] == 655_360_000
+    assert d["kv_transfer_seconds"] == pytest.approx(655_360_000 / (8 * 48e9))
 
 
 # --- the command line ----------------------------------------------------------------------

@@ -997,59 +997,90 @@ def disaggregated(cfg: Any, gpu: Any = "H100", *, prompt_len: int, output_len: i
     running decode batch for its TTFT (no chunking), so over one request's life of ``O − 1``
     decode steps the batch sees ``decode_batch`` prefills: the effective TPOT is
     ``TPOT + decode_batch · TTFT₁ / (O − 1)`` (TTFT₁: one prompt's prefill on those GPUs).
-    ``tpot_slo`` given: the largest decode batch for each layout that keeps its TPOT under it.
+    ``tpot_slo`` given: the largest decode batch for each layout that keeps its TPOT under it
+    (and fits the decode instance's paged KV), and the output tokens per second per GPU there
+    (the goodput, DistServe's measure): with the prefills taken out of the decode steps, the
+    decode pool can run a larger batch under the same SLO.  Without an SLO the two layouts
+    give the same tokens per GPU in this additive model; the difference is in the latency.
+    ``kv_transfer_seconds``: the prompt's KV over the decode instance's network ports (the
+    node's inter-node link), if it is not overlapped with the next steps.
     """
+    from tmath.hardware import link as get_link
+    from tmath.hardware import node
     from tmath.kvcache import kv_cache_bytes_sequence
 
     p_step = prefill_time(cfg, gpu, tp=prefill_tp, prompt_len=prompt_len, batch=prefill_batch,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     kw = dict(prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype,
               kv_dtype=kv_dtype)
-    t_dec = tpot(cfg, gpu, tp=decode_tp, batch=decode_batch, **kw)
     steps = max(output_len - 1, 1)
     prefill_rate = prefill_batch / p_step.seconds  # requests/s per prefill instance
-    decode_rate = decode_batch / (steps * t_dec)  # requests/s per decode instance
-    ratio = decode_rate / prefill_rate
-    gpus_per_unit = ratio * prefill_tp + decode_tp  # per decode instance, its prefill share
-    out_tok = decode_rate * output_len / gpus_per_unit
     one = prefill_time(cfg, gpu, tp=decode_tp, prompt_len=prompt_len, batch=1,
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    co_tpot = t_dec + decode_batch * one.seconds / steps
-    co_rate = decode_batch / (steps * co_tpot)
-    res = {
-        "ttft_s": p_step.seconds, "tpot_s": t_dec,
+
+    def disagg_tpot(b: int) -> float:
+        return tpot(cfg, gpu, tp=decode_tp, batch=b, **kw)
+
+    def coloc_tpot(b: int) -> float:  # every request's prefill stalls the batch once
+        return disagg_tpot(b) + b * one.seconds / steps
+
+    def per_gpu_disagg(b: int) -> tuple[float, float, float]:
+        rate = b / (steps * disagg_tpot(b))  # requests/s per decode instance
+        ratio = rate / prefill_rate  # prefill instances per decode instance
+        gpus = ratio * prefill_tp + decode_tp
+        return rate * output_len / gpus, rate, ratio
+
+    def per_gpu_coloc(b: int) -> float:
+        return b / (steps * coloc_tpot(b)) * output_len / decode_tp
+
+    out_tok, decode_rate, ratio = per_gpu_disagg(decode_batch)
+    kv_bytes = kv_cache_bytes_sequence(cfg, prompt_len, dtype=kv_dtype)
+    hw = _hw(gpu)
+    try:
+        inter = get_link(node(hw).inter)
+        kv_s: float | None = kv_bytes / (decode_tp * inter.bandwidth)
+    except ValueError:
+        kv_s = None
+    cap = kv_capacity(cfg, hw, tp=decode_tp, max_len=prompt_len + output_len,
+                      kv_dtype=kv_dtype, weight_dtype=weight_dtype).sequences
+    res: dict[str, Any] = {
+        "ttft_s": p_step.seconds, "tpot_s": disagg_tpot(decode_batch),
         "prefill_requests_per_s_per_instance": prefill_rate,
         "decode_requests_per_s_per_instance": decode_rate,
         "prefill_instances_per_decode_instance": ratio,
         "output_tokens_per_s_per_gpu": out_tok,
-        "input_tokens_per_s_per_gpu": decode_rate * prompt_len / gpus_per_unit,
-        "kv_transfer_bytes": kv_cache_bytes_sequence(cfg, prompt_len, dtype=kv_dtype),
-        "colocated_tpot_s": co_tpot,
+        "input_tokens_per_s_per_gpu": out_tok / output_len * prompt_len,
+        "kv_transfer_bytes": kv_bytes,
+        "kv_transfer_seconds": kv_s,  # over the decode GPUs' network ports, if not overlapped
+        "decode_kv_capacity_sequences": cap,
+        "colocated_tpot_s": coloc_tpot(decode_batch),
         "colocated_ttft_s": one.seconds,
-        "colocated_output_tokens_per_s_per_gpu": co_rate * output_len / decode_tp,
+        "colocated_output_tokens_per_s_per_gpu": per_gpu_coloc(decode_batch),
     }
     if tpot_slo is not None:
         def largest(fn: Callable[[int], float]) -> int:
-            lo, hi = 0, LIMITS["batch"][1]
-            if fn(1) > tpot_slo:
+            """The largest batch up to the KV capacity whose TPOT meets the SLO (0: none)."""
+            top = min(cap, int(LIMITS["batch"][1]))
+            if top < 1 or fn(1) > tpot_slo:
                 return 0
             lo = 1
-            hi_ok = 1
-            while hi_ok < hi and fn(hi_ok * 2) <= tpot_slo:
-                hi_ok *= 2
-            lo, top = hi_ok, min(hi_ok * 2, int(hi))
-            while lo < top:
-                mid = (lo + top + 1) // 2
+            while lo * 2 <= top and fn(lo * 2) <= tpot_slo:
+                lo *= 2
+            hi = min(lo * 2, top + 1)  # fails, or past the capacity
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
                 if fn(mid) <= tpot_slo:
                     lo = mid
                 else:
-                    top = mid - 1
+                    hi = mid
             return lo
 
-        res["decode_batch_at_slo"] = largest(
-            lambda b: tpot(cfg, gpu, tp=decode_tp, batch=b, **kw))
-        res["colocated_batch_at_slo"] = largest(
-            lambda b: tpot(cfg, gpu, tp=decode_tp, batch=b, **kw) + b * one.seconds / steps)
+        bd, bc = largest(disagg_tpot), largest(coloc_tpot)
+        res["tpot_slo_s"] = tpot_slo
+        res["decode_batch_at_slo"] = bd
+        res["colocated_batch_at_slo"] = bc
+        res["output_tokens_per_s_per_gpu_at_slo"] = per_gpu_disagg(bd)[0] if bd else 0.0
+        res["colocated_output_tokens_per_s_per_gpu_at_slo"] = per_gpu_coloc(bc) if bc else 0.0
     return res
 
 
