@@ -519,3 +519,19 @@ def test_the_simulation_refuses_requests_it_could_not_finish():
     for kw in ({"rate": 0}, {"prompt_median": -1}, {"output_sigma": float("inf")}):
         with pytest.raises(ValueError):
             serve.request_trace(5, 0, **kw)
+
+
+def test_the_latency_throughput_curve_bends_where_decode_turns_compute_bound():
+    cfg = tmath.preset("llama3-8b")
+    rows = serve.latency_throughput(cfg, "H100", tp=1, context=0, batches=[1, 64, 256, 1024, 4096])
+    tpots = [r["tpot_s"] for r in rows]
+    rates = [r["output_tokens_per_s"] for r in rows]
+    assert tpots == sorted(tpots) and rates == sorted(rates)
+    assert [r["bound"] for r in rows] == ["显存带宽"] * 3 + ["算力"] * 2
+    # weight-bound: 64 sequences cost almost what one does; compute-bound: 4× the batch, 4× time
+    assert tpots[1] < 1.1 * tpots[0]
+    assert tpots[4] == pytest.approx(4 * tpots[3], rel=0.01)
+    # at long context the KV reads take over: 256 sequences of 8,000 tokens read more KV than
+    # weights (256 · 8,000 · 128 KiB = 268 GB against 16 GB)
+    long = serve.decode_step(cfg, "H100", batch=256, context=8000)
+    assert long.kv_bytes > 10 * long.weight_bytes and long.bound == "显存带宽"
