@@ -104,9 +104,9 @@ RECIPE_SOURCES: dict[str, str] = {
 }
 #: What each published recipe assumes beyond its source's words, in Chinese.
 RECIPE_NOTES_ZH: dict[str, str] = {
-    "deepseek-v3-fp8": "DeepSeek-V3 报告 §3.3.1、§3.3.3：主权重与梯度 FP32（4 + 4），AdamW 的一阶、二阶矩 BF16"
-                       "（2 + 2）；GEMM 读的那份权重按 BF16 计（2，报告正文没说它怎么存，FP8 在每次 GEMM 前按块转换）："
-                       "共 14 字节/参数",
+    "deepseek-v3-fp8": "DeepSeek-V3 报告 §3.3.1、§3.3.3：主权重与梯度 FP32（4 + 4），"
+                       "AdamW 的一阶、二阶矩 BF16（2 + 2）；GEMM 读的那份权重按 BF16 计"
+                       "（2，报告正文没说它怎么存，FP8 在每次 GEMM 前按块转换）：共 14 字节/参数",
     "scaling-book": "JAX Scaling Book 第 5 节：参数 bf16（2）、Adam 两个矩 fp32（4 + 4），共 10 字节/参数；"
                     "梯度不计（JAX 里它只在一步之内存在）",
 }
