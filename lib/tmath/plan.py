@@ -541,8 +541,8 @@ def build_plan(
         "conventions_zh": list(CONVENTIONS_ZH),
     }
     plan["verdict_zh"] = _verdict(plan)
-    _note_order(plan, order)
     _note_schedule(plan)
+    _note_order(plan, order)
     return plan
 
 # --- pipeline schedules (tmath.schedule) --------------------------------------------------

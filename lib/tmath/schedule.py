@@ -510,8 +510,9 @@ def bubble_time(schedule: str, pp: int, micro_batches: int, virtual_stages: int 
                 t_overlap: float | None = None) -> Fraction:
     """The published idle time per GPU per step (:data:`BUBBLE_FORMULAS`), exact.
 
-    ZB-H1's form needs n_mb ≥ pp and W no longer than the input-gradient part
-    (t_weight ≤ t_backward − t_weight); DualPipe's is exact when the input-gradient part
+    ZB-H1's form needs n_mb ≥ pp and W no longer than the forward or the input-gradient
+    part (t_weight ≤ t_forward, t_weight ≤ t_backward − t_weight: a deferred W must fit
+    the gaps it fills; the simulation is larger otherwise); DualPipe's is exact when the input-gradient part
     takes as long as the forward (t_backward − t_weight = t_forward), the report's chunks,
     and an upper bound of the simulation otherwise.  Raises ``ValueError`` outside those.
     """
@@ -527,8 +528,9 @@ def bubble_time(schedule: str, pp: int, micro_batches: int, virtual_stages: int 
         if micro_batches < pp:
             raise ValueError(f"micro_batches：ZB-H1 的气泡公式 (p−1)(F+B−2W) 要求微批次数不少于 "
                              f"pp = {pp}，收到 {micro_batches}")
-        if 2 * w > b:
-            raise ValueError("t_weight：ZB-H1 的气泡公式要求 W 不长于反向里算输入梯度的部分（2W ≤ B）")
+        if 2 * w > b or w > f:
+            raise ValueError("t_weight：ZB-H1 的气泡公式要求 W 不长于前向，也不长于反向里算输入梯度的"
+                             "部分（W ≤ F，2W ≤ B）")
         return (pp - 1) * (f + b - 2 * w)
     return (Fraction(pp, 2) - 1) * (fb + b - 3 * w)
 
