@@ -336,7 +336,8 @@ INT_VALUES = (
                         10**100, -(10**9))]
     + ["1e23", "3e7", "two", "", "3.5", "0x10", " 8", "1_000", "9" * 5000, "nan"])
 INT_FLAGS = ["--dp", "--tp", "--pp", "--ep", "--cp", "--micro-batch", "--global-batch",
-             "--seq-len", "--stage", "--pp-edge-layers", "--gpus-per-node", "--node-limit"]
+             "--seq-len", "--stage", "--pp-edge-layers", "--gpus-per-node", "--node-limit",
+             "--virtual-stages"]
 # the hardware figures a reader may give (floats): plausible, at and past the bounds, and not
 # numbers at all
 FLOAT_FLAGS = ["--peak-tflops", "--hbm-gb", "--intra-gbs", "--inter-gbs", "--tokens"]
@@ -349,6 +350,7 @@ CHOICES = {
     "--gpu": ["H100", "h200", "TPUv5e", "V100", "A100", "H800", "B900", "", "A100-40GB", "B200",
               "TPUv4", "v5p", "TPUv6e"],
     "--recipe": ["mixed-adam", "fp32-adam", "sgd", "deepseek-v3-fp8", "scaling-book"],
+    "--schedule": ["gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "zb"],
     "--stage-layers": ["1,1", "16*2", "8*4", "2*16", "3,4*14,2", "0,32", "x", "", "1*99999999999",
                        "4*8,", "9" * 5000, "1," * 40000],
 }

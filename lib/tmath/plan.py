@@ -102,7 +102,8 @@ def _stage_memory(st: dict[str, int], dense: int, moe: int, in_flight: int, reco
             "activations": _int(Fraction(acts))}
 
 
-def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
+def _memory_by_stage(lay: Any, act: dict[str, Any],
+                     sched: dict[str, Any] | None = None) -> list[dict[str, int]]:
     """:func:`_stage_memory` of every pipeline stage, in time and memory linear in pp.
 
     A stage's states depend only on its layer counts and on whether it holds the embedding
@@ -116,9 +117,12 @@ def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
         key = (n, moe, s == 0, s == lay.pp - 1)
         if key not in states:
             states[key] = lay.at_stage(s).state_bytes
-        in_flight = min(lay.pp - s, lay.micro_batches)  # Layout.in_flight
+        in_flight = (min(lay.pp - s, lay.micro_batches) if sched is None  # Layout.in_flight
+                     else sched["in_flight"][s])
         rows.append(_stage_memory(states[key], n - moe, moe, in_flight, lay.recompute, act))
         start += n
+    if sched is not None and sched["weight_copies"] == 2:
+        rows = _dualpipe_memory(rows)
     return rows
 
 
@@ -501,6 +505,8 @@ def build_plan(
     intra_bandwidth: float | None = None,
     inter_bandwidth: float | None = None,
     order: str = "megatron",
+    schedule: str = "1f1b",
+    virtual_stages: int = 1,
     recompute_norm_up: bool = False,
     fp8_activations: bool = False,
     ep_fp8_dispatch: bool = False,
@@ -586,8 +592,9 @@ def build_plan(
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else float(workspace_bytes)
 
     act = _activation_per_layer(cfg, lay, saving)
+    sched = _schedule(lay, schedule, virtual_stages)
     stages = []
-    for s, mem in enumerate(_memory_by_stage(lay, act)):
+    for s, mem in enumerate(_memory_by_stage(lay, act, sched)):
         total = sum(mem.values())
         stages.append({"stage": s, **mem, "total": total,
                        "fits": bool(total + work <= cap)})
@@ -621,6 +628,7 @@ def build_plan(
         comm_s[c.axis] += c.count * t
         coll_rows.append({**c.as_dict(), "link": used, "per_node": per_node, "seconds_each": t,
                           "seconds": c.count * t})
+    _schedule_comm(sched, comm_s, coll_rows)
     comm_total = sum(comm_s.values())
     # each axis' links: those its collectives ride ("NVLink4+IB-NDR" when they differ); an
     # axis that sends nothing keeps the layout's link of its group
@@ -637,8 +645,8 @@ def build_plan(
     if recompute_norm_up:
         hw_flops += _up_projection_flops(cfg) * lay.global_batch * lay.seq_len
     compute_s = hw_flops / (lay.world_size * flops)
-    bubble = float(lay.bubble_fraction)
-    pipeline_s = compute_s / (1 - bubble)
+    bubble = float(sched["bubble_fraction"])
+    pipeline_s = compute_s * (1 + sched["bubble_ratio"])
     step_s = pipeline_s + comm_total
     overlap_s = max(pipeline_s, comm_total)
     feasible = all(r["fits"] for r in stages)
@@ -660,9 +668,10 @@ def build_plan(
         "world_size": lay.world_size,
         "micro_batches": lay.micro_batches,
         "bubble_fraction": bubble,
+        "schedule": {k: v for k, v in sched.items() if k != "in_flight"},
         "stage": {"index": lay.stage, "layers": [lay.layers.start, lay.layers.stop],
                   "dense_layers": lay.dense_layers, "moe_layers": lay.moe_layers,
-                  "in_flight_micro_batches": lay.in_flight,
+                  "in_flight_micro_batches": sched["in_flight"][lay.stage],
                   "holds_embedding": bool(p["embedding"]), "holds_lm_head": bool(p["lm_head"])},
         "per_gpu": {"heads": lay.heads_per_gpu, "kv_heads": lay.kv_heads_per_gpu,
                     "kv_replicas": lay.tp_split.kv_replicas, "experts": lay.experts_per_gpu,
@@ -671,7 +680,7 @@ def build_plan(
         "memory_by_stage": stages,
         "activation_block": act["block"],
         "activation_checked": act["checked"],
-        "comm_bytes_per_gpu": lay.comm_bytes_per_gpu(),
+        "comm_bytes_per_gpu": _schedule_bytes(sched, lay.comm_bytes_per_gpu()),
         "links": links,
         "collectives": coll_rows,
         "comm_time_s": comm_s,
@@ -697,9 +706,125 @@ def build_plan(
         "conventions_zh": list(CONVENTIONS_ZH),
     }
     plan["verdict_zh"] = _verdict(plan)
+    _note_schedule(plan)
     _note_order(plan, order)
     _note_deepseek(plan, lay, recipe)
     return plan
+
+# --- pipeline schedules (tmath.schedule) --------------------------------------------------
+
+#: ``--schedule`` choices, and the bound of ``--virtual-stages``.
+SCHEDULE_CHOICES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
+MAX_VIRTUAL_STAGES = 64
+
+
+def _virtual_stages_arg(args: argparse.Namespace) -> int:
+    v = getattr(args, "virtual_stages", None)
+    return 1 if v is None else v
+
+
+def _schedule(lay: Any, schedule: str, virtual_stages: int) -> dict[str, Any]:
+    """The pipeline schedule's bubble, activations in flight per stage and weight copies,
+    from :mod:`tmath.schedule`'s closed forms (its simulator checks them in the tests),
+    with F = 1, B = 2 (the whole backward), W = 1 and F&B = F + B; a ``LayoutError``
+    naming the flag when the schedule cannot run on this layout."""
+    from tmath import schedule as sc
+    from tmath.layout import LayoutError
+
+    if schedule not in SCHEDULE_CHOICES:
+        raise LayoutError(f"--schedule {schedule!r} 未知：请用 {'、'.join(SCHEDULE_CHOICES)} 之一",
+                          "schedule")
+    v = virtual_stages
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_VIRTUAL_STAGES:
+        raise LayoutError(f"--virtual-stages 必须是 1 到 {MAX_VIRTUAL_STAGES} 的整数，收到 {v!r}",
+                          "virtual_stages")
+    pp, m = lay.pp, lay.micro_batches
+    if schedule == "interleaved" and v == 1:
+        raise LayoutError("交错 1F1B 需要 --virtual-stages V（V ≥ 2，每张卡放 V 个模型块）",
+                          "virtual_stages")
+    if schedule != "interleaved" and v != 1:
+        raise LayoutError(f"--virtual-stages 只配 --schedule interleaved（现在是 {schedule}）",
+                          "virtual_stages")
+    if pp == 1 and schedule != "1f1b":
+        raise LayoutError(f"--schedule {schedule} 是流水线的调度，pp=1 时没有流水线：取 pp ≥ 2"
+                          "，或不给 --schedule", "schedule")
+    if schedule == "interleaved":
+        bad = [n for n in lay.stage_layers if n % v]
+        if bad:
+            raise LayoutError(f"交错 1F1B 把每段的层平分成 V={v} 块（Megatron-LM："
+                              f"每段层数须被每块层数整除）：各段层数 {list(lay.stage_layers)} "
+                              f"中有 {bad[0]} 不能被 {v} 整除", "virtual_stages")
+    if schedule == "zb-h1" and m < pp:
+        raise LayoutError(f"ZB-H1 的气泡公式 (p−1)(F+B−2W) 要求每条流水线的微批次数 n_mb ≥ pp："
+                          f"n_mb = G/(dp·b) = {m}，pp = {pp}；加大 --global-batch", "global_batch")
+    try:
+        sc.check_schedule(schedule, pp, m, v)
+    except ValueError as e:
+        msg = str(e).split("：", 1)
+        field = {"pp": "pp", "virtual_stages": "virtual_stages"}.get(msg[0], "global_batch")
+        why = msg[-1] + ("（n_mb = G/(dp·b)）" if field == "global_batch" else "")
+        raise LayoutError(why, field) from None
+    ratio = sc.bubble_ratio(schedule, pp, m, v, t_forward=1, t_backward=2, t_weight=1)
+    flights = [sc.in_flight(schedule, pp, m, s, v) for s in range(pp)]  # closed forms: O(pp)
+    return {"name": schedule, "name_zh": sc.NAMES_ZH[schedule], "virtual_stages": v,
+            "bubble_formula": sc.BUBBLE_FORMULAS[schedule],
+            "bubble_ratio": float(ratio), "bubble_fraction": float(ratio / (1 + ratio)),
+            "weight_copies": sc.WEIGHT_COPIES[schedule],
+            "in_flight": [int(f) if f.denominator == 1 else float(f) for f in flights],
+            "pp_messages_factor": v}
+
+
+def _dualpipe_memory(rows: list[dict[str, int]]) -> list[dict[str, int]]:
+    """DualPipe: GPU i holds stage i and stage pp−1−i (two copies of the parameters, each
+    with its gradients and optimizer states); its pp + 1 chunks in flight are counted at
+    the larger of the two stages' activations (an upper bound)."""
+    n = len(rows)
+    out = []
+    for i, r in enumerate(rows):
+        o = rows[n - 1 - i]
+        out.append({"weights": r["weights"] + o["weights"], "grads": r["grads"] + o["grads"],
+                    "optimizer": r["optimizer"] + o["optimizer"],
+                    "activations": max(r["activations"], o["activations"])})
+    return out
+
+
+def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
+                   rows: list[dict[str, Any]]) -> None:
+    """Interleaved 1F1B: every micro-batch crosses each GPU V times, V× the pipeline sends."""
+    v = sched["pp_messages_factor"]
+    if v == 1:
+        return
+    comm_s["pp"] *= v
+    for r in rows:
+        if r["axis"] == "pp":
+            r["count"] *= v
+            r["seconds"] *= v
+
+
+def _schedule_bytes(sched: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+    v = sched["pp_messages_factor"]
+    return sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+
+
+def _mb(x: float) -> str:
+    return f"{x:g}"
+
+
+def _note_schedule(plan: dict[str, Any]) -> None:
+    """State the schedule's conventions in ``plan``'s conventions."""
+    sc = plan["schedule"]
+    text = (f"流水线调度 {sc['name_zh']}（--schedule {sc['name']}）：气泡 {sc['bubble_formula']}，"
+            "取 F = 1、B = 2（整个反向）、W = 1（反向中算权重梯度的部分）、F&B = F + B；"
+            "步时 = 计算 ×（1 + 气泡/理想计算时间）。激活按该调度的在途微批次数（整段为单位）计。")
+    if sc["name"] == "interleaved":
+        text += f"每张卡 V = {sc['virtual_stages']} 个模型块，流水线的点对点发送是 1F1B 的 V 倍。"
+    if sc["name"] == "zb-h1":
+        text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
+    if sc["weight_copies"] == 2:
+        text += ("DualPipe 第 i 张卡放第 i 段和第 pp−1−i 段：参数两份，各带梯度与优化器状态；"
+                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步仍按一份参数计。")
+    plan["conventions_zh"].append(text)
+
 
 
 def _note_order(plan: dict[str, Any], order: str) -> None:
@@ -822,7 +947,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
         *([_custom_line(plan["hardware"])] if plan["hardware"]["custom"] else []),
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
-        f"每条流水线 n_mb = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡 "
+        f"{plan['bubble_fraction']:.1%}",
         "",
         f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
         f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",
@@ -838,7 +964,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  权重        {_bytes(m['weights'])}",
         f"  梯度        {_bytes(m['grads'])}",
         f"  优化器状态  {_bytes(m['optimizer'])}",
-        f"  激活        {_bytes(m['activations'])}（同时在途 {st['in_flight_micro_batches']} 个微批次）",
+        f"  激活        {_bytes(m['activations'])}（同时在途 {_mb(st['in_flight_micro_batches'])} 个微批次）",
         f"  合计        {_bytes(sum(m.values()))}（另留工作区 {_bytes(plan['workspace_bytes_per_gpu'])}；"
         f"HBM {_bytes(plan['hbm_bytes_per_gpu'])}）",
         "",
@@ -947,6 +1073,11 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--order", default="megatron", choices=("megatron", "llama3"),
                    help="卡号的排法：megatron（tp、cp、dp、pp），或 llama3（Llama 3 论文的 "
                         "[TP, CP, PP, DP]）；默认 megatron")
+    p.add_argument("--schedule", default="1f1b", choices=SCHEDULE_CHOICES,
+                   help="流水线调度：gpipe、1f1b（默认）、interleaved（交错 1F1B，配 --virtual-stages）、"
+                        "zb-h1（零气泡）、dualpipe（DeepSeek-V3，参数两份）")
+    p.add_argument("--virtual-stages", type=int, default=None, metavar="V",
+                   help=f"交错 1F1B 每张卡的模型块数 V（2 到 {MAX_VIRTUAL_STAGES}），只配 --schedule interleaved")
     p.add_argument("--json", action="store_true", help="输出 JSON")
     return p
 
@@ -999,7 +1130,8 @@ def run_plan(args: argparse.Namespace) -> int:
             inter_bandwidth=None if args.inter_gbs is None else args.inter_gbs * 1e9,
             order=args.order, recompute_norm_up=args.recompute_norm_up,
             fp8_activations=args.fp8_activations, ep_fp8_dispatch=args.ep_fp8_dispatch,
-            node_limit=args.node_limit, tokens=args.tokens)
+            node_limit=args.node_limit, tokens=args.tokens,
+            schedule=args.schedule, virtual_stages=_virtual_stages_arg(args))
     except LayoutError as e:
         return fail(str(e), e.field)
     except (ValueError, TypeError) as e:
