@@ -35,9 +35,9 @@ from tmath.sources import SOURCES
 # stages as 3, 4 × 14, 2 (the profile-data README: 4 MoE layers a chunk).
 DSV3 = dict(dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096,
             stage_layers="3,4*14,2", gpu="H800")
-# and the report's recipe and techniques (§3.2.2, §3.2.3, §3.3.3)
+# and the report's recipe, techniques and schedule (§3.2.1, §3.2.2, §3.2.3, §3.3.3)
 DSV3_RUN = dict(recipe="deepseek-v3-fp8", recompute_norm_up=True, fp8_activations=True,
-                ep_fp8_dispatch=True, node_limit=4)
+                ep_fp8_dispatch=True, node_limit=4, schedule="dualpipe")
 
 # DeepSeek-V3's config.json, typed: D, heads, q/k head dim (128 nope + 64 rope), v head dim,
 # q_lora_rank, kv_lora_rank, rope dim, routed expert width, k, shared experts
@@ -134,18 +134,24 @@ def test_the_reports_layout_fits_with_its_recipe_and_techniques(dsv3):
     p = build_plan(dsv3, **DSV3, **DSV3_RUN)
     assert p["feasible"], p["verdict_zh"]
     assert p["verdict_zh"].startswith("可行")
-    # the activations are what overflowed: without either saving neither recipe fits (the
-    # FP8 recipe's unsharded FP32 gradients cost more per GPU under ZeRO-1 than mixed-adam's
-    # BF16 ones); with both savings both fit
+    # DualPipe keeps two copies of the parameters (§3.2.1): the activations are what
+    # overflowed, and under DualPipe the FP8 cache alone is not enough, the recomputation is
     for recipe in ("mixed-adam", "deepseek-v3-fp8"):
         off = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recipe": recipe,
                                           "recompute_norm_up": False, "fp8_activations": False})
         assert not off["feasible"], recipe
         assert build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recipe": recipe})["feasible"], recipe
+    assert not build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recompute_norm_up": False})["feasible"]
+    assert build_plan(dsv3, **DSV3, **{**DSV3_RUN, "fp8_activations": False})["feasible"]
+    # the same layout under 1F1B (one copy of the weights) fits with either saving
+    for off in ("recompute_norm_up", "fp8_activations"):
+        assert build_plan(dsv3, **DSV3, **{**DSV3_RUN, off: False, "schedule": "1f1b"})["feasible"]
+    # the FP8 recipe's unsharded FP32 gradients cost more per GPU under ZeRO-1 than
+    # mixed-adam's BF16 ones; its sharded optimizer states less (8 bytes against 12)
     fp8 = p["memory_by_stage"][1]
     mixed = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recipe": "mixed-adam"})["memory_by_stage"][1]
     assert fp8["grads"] == 2 * mixed["grads"] and fp8["weights"] == mixed["weights"]
-    assert fp8["optimizer"] * 3 == mixed["optimizer"] * 2  # 8 bytes sharded against 12
+    assert fp8["optimizer"] * 3 == mixed["optimizer"] * 2
 
 
 def test_every_assumption_is_stated(dsv3):
@@ -209,8 +215,8 @@ def test_without_the_switches_the_ep_pricing_is_unchanged(dsv3):
 
 
 def test_recomputed_up_projections_join_the_hardware_flops(dsv3):
-    a = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recompute_norm_up": False})
-    b = build_plan(dsv3, **DSV3, **DSV3_RUN)
+    a = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "recompute_norm_up": False, "schedule": "1f1b"})
+    b = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "schedule": "1f1b"})
     per_token = 61 * 2 * (Q_LAT * N * QK + KV_LAT * N * (128 + V))
     assert b["hardware_flops"] - a["hardware_flops"] == pytest.approx(per_token * 15360 * 4096)
     assert a["model_flops"] == b["model_flops"]

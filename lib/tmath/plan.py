@@ -1015,7 +1015,8 @@ _EPILOG = "约定：\n" + "\n".join(f"  {i}. {c}" for i, c in enumerate(CONVENTI
     "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7\n"
     "    python -m tmath plan --preset deepseek-v3 --gpu H800 --dp 128 --pp 16 --ep 64 --zero 1 "
     "--global-batch 15360 --seq-len 4096 --stage-layers 3,4*14,2 --recipe deepseek-v3-fp8 "
-    "--recompute-norm-up --fp8-activations --ep-fp8-dispatch --node-limit 4 --tokens 14.8e12")
+    "--recompute-norm-up --fp8-activations --ep-fp8-dispatch --node-limit 4 --schedule dualpipe "
+    "--tokens 14.8e12")
 
 
 def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
