@@ -913,13 +913,15 @@ def _custom_line(hw: dict[str, Any]) -> str:
 
 
 def _run_lines(plan: dict[str, Any]) -> list[str]:
-    """Throughput, and a run's GPU-hours and days when ``--tokens`` was given."""
+    """Throughput, and a run's GPU-hours and days, when ``--tokens`` was given (without
+    it the text is as before; ``--json`` always has ``tokens_per_s``)."""
     from tmath.fmt import sci
 
-    lines = [f"  吞吐                        每秒 {plan['tokens_per_s']:,.0f} token"
-             f"（通信全部藏住时 {plan['tokens_per_s_overlap']:,.0f}）"]
     n = plan["settings"].get("tokens")
+    lines = []
     if n is not None:
+        lines.append(f"  吞吐                        每秒 {plan['tokens_per_s']:,.0f} token"
+                     f"（通信全部藏住时 {plan['tokens_per_s_overlap']:,.0f}）")
         lines.append(f"  训练 {sci(n, 4)} 个 token     {plan['gpu_hours']:,.0f} GPU·时，"
                      f"{plan['days']:,.1f} 天（通信全部藏住时 {plan['gpu_hours_overlap']:,.0f} GPU·时，"
                      f"{plan['days_overlap']:,.1f} 天）")
