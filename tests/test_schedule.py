@@ -10,8 +10,8 @@ from fractions import Fraction
 import pytest
 
 import tmath
-from tmath.layout import build_layout
 from tmath import schedule as sched
+from tmath.layout import build_layout
 from tmath.schedule import simulate, stage_order
 
 CASES = [(2, 1), (2, 5), (4, 3), (4, 8), (5, 7), (8, 8), (16, 16), (16, 4)]

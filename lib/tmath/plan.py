@@ -1080,7 +1080,8 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="流水线调度：gpipe、1f1b（默认）、interleaved（交错 1F1B，配 --virtual-stages）、"
                         "zb-h1（零气泡）、dualpipe（DeepSeek-V3，参数两份）")
     p.add_argument("--virtual-stages", type=int, default=None, metavar="V",
-                   help=f"交错 1F1B 每张卡的模型块数 V（2 到 {MAX_VIRTUAL_STAGES}），只配 --schedule interleaved")
+                   help=f"交错 1F1B 每张卡的模型块数 V（2 到 {MAX_VIRTUAL_STAGES}），"
+                        "只配 --schedule interleaved")
     p.add_argument("--json", action="store_true", help="输出 JSON")
     return p
 
