@@ -228,7 +228,8 @@ def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwi
 #   each way round; on a line, each way to the ends).  Each axis carries the last, largest stage
 #   of one part, so on a cube of side a with every axis wrapped the busiest directed link carries
 #   (n−1)/n · V/(2d): the bound of a chip's 2d incoming links, d times less than one ring of n.
-#   An all-reduce is a reduce-scatter then an all-gather: twice that.
+#   The stages of the d parts pipeline: a link's load is summed over all of them.  An
+#   all-reduce is a reduce-scatter, then an all-gather: twice that.
 # * all-to-all: dimension-order routing, each piece the shorter way round each axis (a piece
 #   straight across: half each way).  Axis i's links carry M·⌊a_i²/4⌋/(2a_i) each (a line: twice
 #   that), which equals the bisection bound across that axis (n/2 chips send nM/4 bytes across a
