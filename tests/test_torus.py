@@ -257,8 +257,8 @@ def test_which_box_a_group_takes():
 
 
 def test_plan_prices_ep64_on_a_v5p_cube_on_the_torus():
-    from tmath.plan import build_plan
     import tmath
+    from tmath.plan import build_plan
 
     p = build_plan(tmath.preset("deepseek-v3"), gpu="TPUv5p", dp=128, pp=16, ep=64, zero=1,
                    global_batch=15360, seq_len=4096, stage_layers="3,4*14,2")

@@ -382,8 +382,9 @@ def _note_torus(plan: dict[str, Any], lk: Any) -> None:
     where = "；".join(box_zh.values()) or "没有跨芯片的组"
     plan["conventions_zh"].append(
         "TPU 的 ICI 按环面计（tmath.comm.torus_time）：pod 内的一个组占一个子环面（盒子，取最省的形状），"
-        "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），all-to-all 按维序路由、"
-        "由最长的一轴（对分带宽）决定；v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
+        "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
+        "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
+        "v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
         f"否则按一条线计。本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
 
 
