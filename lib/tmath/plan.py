@@ -34,7 +34,9 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    no kernel reaches, so with no communication the MFU is 100 %.
    A TPU's "node" is its pod (v5p: the largest slice); a group larger than that runs ICI
    inside each pod and the data-centre network between pods, one after the other
-   (:func:`_multislice_time`).
+   (:func:`_multislice_time`).  Inside a pod a TPU group occupies a box of the torus and runs
+   on all its axes at once (:func:`_ici_time`, :func:`tmath.comm.torus_time`); the text names
+   each axis' box.
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 
@@ -325,6 +327,8 @@ def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn
     def on(lk: Any, k: str, vv: Any, m: int) -> float:
         if m == 1 and k != "send":
             return 0.0
+        if lk is ici:
+            return _ici_time(k, vv, m, lk)
         return comm.collective_time(k, vv, m, bandwidth=lk.bandwidth, alpha=lk.alpha,
                                     topology=lk.topology)
 
@@ -479,6 +483,55 @@ def _note_deepseek(plan: dict[str, Any], lay: Any, recipe: str) -> None:
                      "MTP 模块与主模型共享词嵌入和输出头（这里不计 MTP 模块）。")
 
 
+def _ici_box(n: int, lk: Any) -> tuple[tuple[int, bool], ...] | None:
+    """The torus box a group of ``n`` chips occupies on ICI link ``lk``
+    (:func:`tmath.comm.torus_shape`), ``None`` if ``lk`` is no torus or no box holds n chips."""
+    from tmath import comm
+
+    if not getattr(lk, "torus_axes", None):
+        return None
+    return comm.torus_shape(n, axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple,
+                            max_side=lk.torus_max_side)
+
+
+def _ici_time(kind: str, nbytes: Any, n: int, lk: Any) -> float:
+    """Seconds of a collective over ``n`` chips of one TPU pod on ICI link ``lk``: on every axis
+    of the group's torus box at once (:func:`tmath.comm.torus_time`), or as one ring of n chips
+    when no box holds them (:func:`_ici_box`)."""
+    from tmath import comm
+
+    box = _ici_box(n, lk)
+    if box is None:
+        return comm.collective_time(kind, nbytes, n, bandwidth=lk.bandwidth, alpha=lk.alpha,
+                                    topology=lk.topology)
+    return comm.torus_time(kind, nbytes, box, bandwidth=lk.bandwidth, alpha=lk.alpha)
+
+
+def _note_torus(plan: dict[str, Any], lk: Any) -> None:
+    """On a TPU, name the model the ICI collectives were priced with, and each axis' box."""
+    box_zh = {}
+    for row in plan["collectives"]:
+        links = (lk.name, plan["hardware"]["inter_link"]["name"])
+        if row["link"] not in links or row["axis"] in box_zh or row["group"] == 1:
+            continue
+        n = row["group"] if row["per_node"] == row["group"] else row["per_node"]
+        box = _ici_box(n, lk) if row["kind"] != "send" else ()
+        if box is None:
+            box_zh[row["axis"]] = f"{row['axis']} 组 {n} 颗（摆不成盒子，按一个环计）"
+        elif box:
+            sides = "×".join(str(a) for a, _ in box)
+            lines = [str(a) for a, w in box if not w]
+            box_zh[row["axis"]] = (f"{row['axis']} 组 {sides}"
+                                   + (f"（边长 {'、'.join(lines)} 无回绕）" if lines else "（各边有回绕）"))
+    where = "；".join(box_zh.values()) or "没有跨芯片的组"
+    plan["conventions_zh"].append(
+        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：pod 内的一个组占一个子环面（盒子，取最省的形状），"
+        "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
+        "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
+        "v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
+        f"否则按一条线计。本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
+
+
 def build_plan(
     cfg: Any,
     *,
@@ -613,9 +666,8 @@ def build_plan(
         elif lk_intra.step_latency is None:  # not an NCCL link (TPU ICI, DCN): the α–β model
             if spans:  # a group larger than a pod: ICI inside each pod, DCN between pods
                 t = _multislice_time(c.kind, c.nbytes, c.group, per_node, lk_intra, lk_inter)
-            else:
-                t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk_intra.bandwidth,
-                                         alpha=lk_intra.alpha, topology=lk_intra.topology)
+            else:  # inside one pod: the group's torus box, every axis at once
+                t = _ici_time(c.kind, c.nbytes, c.group, lk_intra)
         else:
             t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lk_intra,
                                inter=lk_inter if spans else None,
@@ -709,6 +761,8 @@ def build_plan(
     _note_schedule(plan)
     _note_order(plan, order)
     _note_deepseek(plan, lay, recipe)
+    if lk_intra.step_latency is None and getattr(lk_intra, "torus_axes", None):
+        _note_torus(plan, lk_intra)
     return plan
 
 # --- pipeline schedules (tmath.schedule) --------------------------------------------------

@@ -264,7 +264,8 @@ register(
 register(
     "google-tpu-v4",
     "Google Cloud TPU v4 documentation (per chip: 275 TFLOP/s bf16, 32 GiB HBM2, 1,200 GBps; "
-    "4,096 chips per pod; 3D mesh, a 3D torus on slices whose sides are multiples of 4)",
+    "4,096 chips per pod; bisection bandwidth per Pod 24 TB/s; 3D mesh, a 3D torus on slices "
+    "whose sides are multiples of 4)",
     "https://cloud.google.com/tpu/docs/v4",
     "Google's v4 page prints no ICI or data-centre-network bandwidth per chip; tmath takes "
     "those from the scaling book (austin2025scalingbook: ICI 4.5e10 bytes/s per link one way, "
