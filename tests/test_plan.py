@@ -4,6 +4,7 @@ tmath.comm and tmath.memory, recomputed here independently where it can be."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -183,3 +184,56 @@ def test_order_flag_gives_the_llama3_mesh(capsys):
     assert "tp、cp、dp、pp" in meg["conventions_zh"][-1]
     assert main(["plan", *args, "--order", "dp-first"]) == 2
     assert "--order" in capsys.readouterr().err
+
+
+# --- pipeline schedules (--schedule, --virtual-stages) -------------------------------------
+
+def test_schedules_change_the_bubble_memory_and_weights(capsys):
+    base = ("--preset", "llama3-70b", "--dp", "8", "--tp", "8", "--pp", "4",
+            "--global-batch", "256")
+    p = {s: plan_json(capsys, *base, "--schedule", s,
+                      *(("--virtual-stages", "5") if s == "interleaved" else ()))
+         for s in ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")}
+    m, pp = 32, 4  # n_mb = 256/8
+    # bubble over ideal compute, F = 1, B = 2, W = 1, F&B = F + B (the formulas, by hand)
+    want = {"gpipe": (pp - 1) * 3 / (3 * m), "1f1b": (pp - 1) * 3 / (3 * m),
+            "interleaved": (pp - 1) * 3 / 5 / (3 * m), "zb-h1": (pp - 1) * 1 / (3 * m),
+            "dualpipe": (pp / 2 - 1) * (3 + 2 - 3) / (3 * m)}
+    for s, plan in p.items():
+        assert plan["schedule"]["bubble_ratio"] == pytest.approx(want[s]), s
+        assert plan["pipeline_time_s"] == pytest.approx(plan["compute_time_s"] * (1 + want[s]))
+    one, dual = p["1f1b"]["memory_by_stage"], p["dualpipe"]["memory_by_stage"]
+    for i in range(pp):  # DualPipe: GPU i holds stages i and pp−1−i
+        assert dual[i]["weights"] == one[i]["weights"] + one[pp - 1 - i]["weights"]
+    assert p["dualpipe"]["schedule"]["weight_copies"] == 2
+    assert p["gpipe"]["stage"]["in_flight_micro_batches"] == m
+    assert p["zb-h1"]["stage"]["in_flight_micro_batches"] == pp
+    assert p["dualpipe"]["stage"]["in_flight_micro_batches"] == pp + 1
+    # interleaved, stage 1: (2(pp − 2) + (V − 1)·pp + 1)/V = (4 + 16 + 1)/5
+    assert p["interleaved"]["stage"]["in_flight_micro_batches"] == pytest.approx(21 / 5)
+    assert p["interleaved"]["comm_bytes_per_gpu"]["pp"] == 5 * p["1f1b"]["comm_bytes_per_gpu"]["pp"]
+
+
+@pytest.mark.parametrize("extra, field", [
+    (("--schedule", "interleaved"), "virtual_stages"),
+    (("--schedule", "interleaved", "--virtual-stages", "3"), "virtual_stages"),  # 20 layers/stage
+    (("--schedule", "1f1b", "--virtual-stages", "2"), "virtual_stages"),
+    (("--schedule", "interleaved", "--virtual-stages", "2", "--global-batch", "48"),
+     "global_batch"),  # n_mb = 6, not a multiple of pp = 4
+    (("--schedule", "dualpipe", "--global-batch", "48"), "global_batch"),  # n_mb = 6 < 2·pp
+    (("--schedule", "zb-h1", "--global-batch", "16"), "global_batch"),  # n_mb = 2 < pp
+    (("--schedule", "interleaved", "--virtual-stages", "65"), "virtual_stages"),
+])
+def test_impossible_schedules_are_refused(capsys, extra, field):
+    argv = ["plan", "--preset", "llama3-70b", "--dp", "8", "--tp", "8", "--pp", "4",
+            "--global-batch", "256", *extra, "--json"]
+    assert main(argv) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["field"] == field and re.search(r"[\u4e00-\u9fff]", err["error"]), err
+
+
+def test_dualpipe_needs_an_even_pp(capsys):
+    assert main(["plan", "--preset", "llama3-70b", "--pp", "5", "--global-batch", "20",
+                 "--schedule", "dualpipe", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)
+    assert err["field"] == "pp" and "偶数" in err["error"]

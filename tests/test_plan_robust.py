@@ -336,10 +336,11 @@ INT_VALUES = (
                         10**100, -(10**9))]
     + ["1e23", "3e7", "two", "", "3.5", "0x10", " 8", "1_000", "9" * 5000, "nan"])
 INT_FLAGS = ["--dp", "--tp", "--pp", "--ep", "--cp", "--micro-batch", "--global-batch",
-             "--seq-len", "--stage", "--pp-edge-layers", "--gpus-per-node"]
+             "--seq-len", "--stage", "--pp-edge-layers", "--gpus-per-node", "--node-limit",
+             "--virtual-stages"]
 # the hardware figures a reader may give (floats): plausible, at and past the bounds, and not
 # numbers at all
-FLOAT_FLAGS = ["--peak-tflops", "--hbm-gb", "--intra-gbs", "--inter-gbs"]
+FLOAT_FLAGS = ["--peak-tflops", "--hbm-gb", "--intra-gbs", "--inter-gbs", "--tokens"]
 FLOAT_VALUES = ["1", "50", "400", "989.5", "0", "-1", "1e-9", "1e7", "1e30", "nan", "inf",
                 "-inf", "x", "", "1e400", "9" * 5000]
 CHOICES = {
@@ -348,15 +349,19 @@ CHOICES = {
     "--sequence-parallel": ["on", "off", "yes"],
     "--gpu": ["H100", "h200", "TPUv5e", "V100", "A100", "H800", "B900", "", "A100-40GB", "B200",
               "TPUv4", "v5p", "TPUv6e"],
-    "--recipe": ["mixed-adam", "fp32-adam", "sgd"],
+    "--recipe": ["mixed-adam", "fp32-adam", "sgd", "deepseek-v3-fp8", "scaling-book"],
+    "--schedule": ["gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "zb"],
     "--stage-layers": ["1,1", "16*2", "8*4", "2*16", "3,4*14,2", "0,32", "x", "", "1*99999999999",
                        "4*8,", "9" * 5000, "1," * 40000],
 }
 # One draw per flag: every (flag, value) pair in one list, and None for a slot left empty
 # (a later repeat of a flag wins, as argparse has it).
+# DeepSeek-V3's switches (flags without a value: a one-element "pair")
+SWITCH_FLAGS = ["--recompute-norm-up", "--fp8-activations", "--ep-fp8-dispatch"]
 PAIRS = ([(f, v) for f in INT_FLAGS for v in INT_VALUES]
          + [(f, v) for f in FLOAT_FLAGS for v in FLOAT_VALUES] * 2
-         + [(f, v) for f, vs in CHOICES.items() for v in vs] * 4)
+         + [(f, v) for f, vs in CHOICES.items() for v in vs] * 4
+         + [(f,) for f in SWITCH_FLAGS] * 40)
 SLOTS = [None] * (len(PAIRS) // 2) + PAIRS
 PRESETS = ["llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v2-lite", "gpt2",
            "llama3.1-405b", "gemma-2-9b", "qwen3-30b-a3b", "nope"]
@@ -385,7 +390,13 @@ def _check_outcome(argv, code, out, err):
             hw = p["hardware"]
             for c in p["collectives"]:  # every label the link its time was computed on
                 spans = c["per_node"] < c["group"]
-                assert c["link"] == hw["inter_link" if spans else "intra_link"]["name"], c
+                want = hw["inter_link" if spans else "intra_link"]["name"]
+                if "network_bytes_sent" in c:  # node-limited: the network, then the node's link
+                    want = f"{hw['inter_link']['name']}+{hw['intra_link']['name']}"
+                assert c["link"] == want, c
+            assert p["tokens_per_s"] > 0 and p["tokens_per_s_overlap"] >= p["tokens_per_s"]
+            if s["tokens"] is not None:
+                assert p["gpu_hours"] > 0 and p["days"] > 0
             node = NODES[s["gpu"]]
             for key, base in (("intra_link", node.intra), ("inter_link", node.inter)):
                 assert hw[key]["name"].split("@")[0] == base, hw

@@ -71,6 +71,7 @@ Every function takes plain numbers; :mod:`tmath.layout` lists a layout's collect
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -87,6 +88,11 @@ __all__ = [
     "whole_bytes",
     "link_load",
     "collective_time",
+    "torus_dims",
+    "torus_link_load",
+    "torus_steps",
+    "torus_time",
+    "torus_shape",
     "ring_derivation",
     "NCCL_VERSION",
     "Protocol",
@@ -207,6 +213,157 @@ def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwi
         return 0.0
     load = link_load(kind, nbytes, n, topology)
     return steps(kind, n) * alpha + float(load) / bandwidth
+
+
+# --- a group on a TPU torus (2D: v5e, v6e; 3D: v4, v5p) ----------------------------------------
+#
+# A TPU pod has no switch: every chip is wired to its neighbours along 2 or 3 axes, each axis a
+# bidirectional ring when it has a wraparound link (a line when it has none).  A group of chips
+# that is a sub-torus (its chips fill a box of sides a_1 × a_2 × …) runs a collective on all its
+# axes at once (the JAX scaling book, "Sharded matrices": gathering over several axes "increases
+# the available bandwidth by a factor of n_axes"):
+#
+# * all-gather / reduce-scatter: the array is cut into d equal parts (d = the axes of more than one
+#   chip); part r is gathered along axis r first, then r+1, …, cyclically (a ring per axis, half
+#   each way round; on a line, each way to the ends).  Each axis carries the last, largest stage
+#   of one part, so on a cube of side a with every axis wrapped the busiest directed link carries
+#   (n−1)/n · V/(2d): the bound of a chip's 2d incoming links, d times less than one ring of n.
+#   The stages of the d parts pipeline: a link's load is summed over all of them.  An
+#   all-reduce is a reduce-scatter, then an all-gather: twice that.
+# * all-to-all: dimension-order routing, each piece the shorter way round each axis (a piece
+#   straight across: half each way).  Axis i's links carry M·⌊a_i²/4⌋/(2a_i) each (a line: twice
+#   that), which equals the bisection bound across that axis (n/2 chips send nM/4 bytes across a
+#   cut of 2n/a_i links each way): the longest axis decides.  One ring of n chips carries M·n/8.
+
+
+def torus_dims(dims: Any) -> tuple[tuple[int, bool], ...]:
+    """``dims`` as ``((side, wraps), …)``: a sequence of sides (every axis wrapped) or of
+    ``(side, wraps)`` pairs; axes of one chip are dropped.
+
+    >>> torus_dims([4, 4, 1]), torus_dims([(16, True), (4, False)])
+    (((4, True), (4, True)), ((16, True), (4, False)))
+    """
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise TypeError(f"dims 必须是各轴的边长（如 (4, 4, 4)）或 (边长, 是否有回绕) 的序列，收到 {dims!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, tuple):
+            if len(d) != 2 or not isinstance(d[1], bool):
+                raise TypeError(f"dims 的每一项是边长或 (边长, 是否有回绕)，收到 {d!r}")
+            side, wraps = int_arg("dims 的边长", d[0]), d[1]
+        else:
+            side, wraps = int_arg("dims 的边长", d), True
+        if side > 1:
+            out.append((side, wraps))
+    if len(out) > 3:
+        raise ValueError(f"dims 至多 3 个轴（TPU 的环面是二维或三维），收到 {len(out)} 个")
+    return tuple(out)
+
+
+def torus_link_load(kind: str, nbytes: int | float | Fraction, dims: Any) -> int | Fraction:
+    """Bytes on the busiest directed link when a group that fills the torus box ``dims``
+    (:func:`torus_dims`) runs ``kind`` on all its axes at once (the schedule above).
+
+    ``nbytes`` means what it means in :func:`bytes_sent` (V: the gathered array, the
+    reduced array, or each chip's all-to-all input).  Exact.
+
+    >>> torus_link_load("all_gather", 64 * 3 * 2, (4, 4, 4)), torus_link_load("all_to_all", 8, (4, 4, 4))
+    (63, 4)
+    """
+    kind = _kind(kind)
+    v = _nbytes(nbytes)
+    d = torus_dims(dims)
+    if kind == "send":
+        return _exact(v)
+    if not d:
+        return 0
+    share = [Fraction(1, 2) if wraps else Fraction(1) for _, wraps in d]  # a ring halves it
+    if kind == "all_to_all":
+        return _exact(max(c * v * Fraction(a * a // 4, a) for (a, _), c in zip(d, share, strict=True)))
+    n = math.prod(a for a, _ in d)
+    part = v / len(d)
+    loads = []
+    for i, (a, _) in enumerate(d):
+        load = Fraction(0)
+        for r in range(len(d)):  # part r: axes r, r+1, …; axis i is stage (i − r) mod d
+            held = math.prod(d[(r + t) % len(d)][0] for t in range((i - r) % len(d) + 1))
+            load += share[i] * Fraction(a - 1, a) * part * held / n
+        loads.append(load)
+    return _exact(max(loads) * (2 if kind == "all_reduce" else 1))
+
+
+def torus_steps(kind: str, dims: Any) -> int:
+    """Sequential hops (what multiplies α) of ``kind`` on the torus box ``dims``: the longest
+    path, Σ ⌊a/2⌋ over wrapped axes and a − 1 over lines (the scaling book's Σ|X_i|/2); an
+    all-reduce twice; a send one."""
+    kind = _kind(kind)
+    if kind == "send":
+        return 1
+    hops = sum(a // 2 if wraps else a - 1 for a, wraps in torus_dims(dims))
+    return 2 * hops if kind == "all_reduce" else hops
+
+
+def torus_time(kind: str, nbytes: int | float | Fraction, dims: Any, *, bandwidth: float,
+               alpha: float = 0.0) -> float:
+    """Seconds of ``kind`` on the torus box ``dims``: ``torus_steps·α + torus_link_load / W``,
+    ``bandwidth`` W bytes/s per direction of one link (a :class:`tmath.hardware.Link`'s)."""
+    for name, x in (("bandwidth", bandwidth), ("alpha", alpha)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or math.isnan(x) or x < 0:
+            raise ValueError(f"{name} 必须是非负的数，收到 {x!r}")
+    if not bandwidth > 0:
+        raise ValueError(f"bandwidth 必须是正的字节/秒，收到 {bandwidth!r}")
+    if not torus_dims(dims) and kind != "send":
+        return 0.0
+    return torus_steps(kind, dims) * alpha + float(torus_link_load(kind, nbytes, dims)) / bandwidth
+
+
+def _divisors(n: int) -> list[int]:
+    small = [a for a in range(1, math.isqrt(n) + 1) if n % a == 0]
+    return sorted(set(small + [n // a for a in small]))
+
+
+def _boxes(n: int, axes: int, max_side: int | None) -> list[tuple[int, ...]]:
+    """Every way to write ``n`` as ``axes`` sides, largest first, none above ``max_side``
+    (time: the divisors of n, found in √n steps)."""
+    if axes == 1:
+        return [(n,)] if max_side is None or n <= max_side else []
+    out = []
+    for a in _divisors(n):
+        if max_side is not None and a > max_side:
+            break
+        out += [(a, *rest) for rest in _boxes(n // a, axes - 1, a)]
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def torus_shape(n: int, *, axes: int, wrap_multiple: int, max_side: int | None = None
+                ) -> tuple[tuple[int, bool], ...] | None:
+    """The torus box a group of ``n`` chips occupies in a pod of ``axes`` (2 or 3) axes, or
+    ``None`` if no box of sides ≤ ``max_side`` holds exactly ``n`` chips.
+
+    The book's assumption (the mesh's axes laid on the torus's, as JAX's device meshes do):
+    each group is a box; of the boxes of ``n`` chips the one whose all-gather loads the busiest
+    link least (then the all-to-all, then the fewest axes).  A side has a wraparound link when it
+    is a multiple of ``wrap_multiple`` (v4, v5p: 4, full cubes joined by optical switches; v5e,
+    v6e: 16, the pod's whole side).  A group that is not a box (for instance tp = 8 on half of a
+    16-chip side, whose dp groups then straddle two halves) is priced as the box of its size:
+    optimistic.
+    """
+    n = int_arg("n", n)
+    axes = int_arg("axes", axes)
+    wrap_multiple = int_arg("wrap_multiple", wrap_multiple)
+    if max_side is not None:
+        max_side = int_arg("max_side", max_side)
+    if n > 10**7:
+        raise ValueError(f"n={n:,} 超过任何 TPU pod 的芯片数")
+    best, key = None, None
+    for box in _boxes(n, axes, max_side):
+        dims = tuple((a, a % wrap_multiple == 0) for a in box if a > 1)
+        k = (torus_link_load("all_gather", 1, dims), torus_link_load("all_to_all", 1, dims),
+             len(dims))
+        if key is None or k < key:
+            best, key = dims, k
+    return best
 
 
 #: The NCCL release every constant of this module's NCCL model comes from (GitHub tag of

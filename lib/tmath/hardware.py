@@ -210,6 +210,11 @@ class Link:
     line_rate: float | None = None  # bytes/s, one direction: the physical ceiling
     effective_source: str | None = None  # where ``bandwidth`` comes from, if not line rate
     ll_max_bw: float | None = None  # bytes/s: NCCL's cap on LL's bus bandwidth in one node
+    # a TPU torus (ICI): its axes (2 or 3), the sides that get a wraparound link (multiples of
+    # this), the longest side (None: no limit inside the pod); tmath.comm.torus_shape
+    torus_axes: int | None = None
+    wrap_multiple: int | None = None
+    torus_max_side: int | None = None
 
     @property
     def ceiling(self) -> float:
@@ -266,7 +271,8 @@ _LINK_TABLE = [
          "每个 ICI 端口；每颗 v5e 4 个端口，共 400 GB/s（两个方向之和）", "google-tpu-v5e", None,
          "Per port: 400 GB/s bidirectional per chip / 4 ports / 2 directions. alpha: an "
          "assumed 1 us per hop (Google publishes no ICI latency); it only matters for small "
-         "messages."),
+         "messages.",
+         torus_axes=2, wrap_multiple=16, torus_max_side=16),
     # added for Part V's planner (issue 32, item 11)
     Link("NVLink3", 12 * 20.0e9, 600e9, _NVLINK_LAT[2], True, "switch", "节点内（NVSwitch）",
          "每张 A100：12 条 NVLink，每条每方向线速 25 GB/s，NCCL 按有效 20.0 GB/s 计",
@@ -293,15 +299,18 @@ _LINK_TABLE = [
     Link("ICI-v4", 45e9, 90e9, 1.0e-6, False, "ring", "芯片间（ICI，三维环面）",
          "每个 ICI 端口；每颗 v4 6 个端口", "austin2025scalingbook", None,
          "The scaling book's 4.5e10 bytes/s per link one way (Google's v4 page gives no ICI "
-         "figure). alpha: an assumed 1 us per hop, as ICI-v5e."),
+         "figure). alpha: an assumed 1 us per hop, as ICI-v5e.",
+         torus_axes=3, wrap_multiple=4, torus_max_side=None),
     Link("ICI-v5p", 100e9, 200e9, 1.0e-6, False, "ring", "芯片间（ICI，三维环面）",
          "每个 ICI 端口；每颗 v5p 6 个端口，共 1,200 GB/s（两个方向之和）", "google-tpu-v5p", None,
          "Per port: 1,200 GBps bidirectional per chip / 6 ports / 2 directions. alpha: an "
-         "assumed 1 us per hop, as ICI-v5e."),
+         "assumed 1 us per hop, as ICI-v5e.",
+         torus_axes=3, wrap_multiple=4, torus_max_side=None),
     Link("ICI-v6e", 100e9, 200e9, 1.0e-6, False, "ring", "芯片间（ICI，二维环面）",
          "每个 ICI 端口；每颗 v6e 4 个端口，共 800 GB/s（两个方向之和）", "google-tpu-v6e", None,
          "Per port: 800 GBps bidirectional per chip / 4 ports / 2 directions. alpha: an "
-         "assumed 1 us per hop, as ICI-v5e."),
+         "assumed 1 us per hop, as ICI-v5e.",
+         torus_axes=2, wrap_multiple=16, torus_max_side=16),
     # the data-centre network (DCN) between TPU slices: each chip's share of its host's NICs
     Link("DCN-v4", 6.25e9, 12.5e9, 10e-6, False, "switch", "跨 pod（数据中心网络 DCN）",
          "每颗芯片分到的主机网卡带宽：每台主机约 25 GB/s、4 颗芯片", "austin2025scalingbook", None,

@@ -298,9 +298,15 @@ class Collective:
     what: str
     what_zh: str
     link: str
+    #: Node-limited routing (DeepSeek-V3's all-to-all, :meth:`Layout.collectives`): the bytes
+    #: this GPU sends over the network and over the node's link each time, ``(ib, nvlink)``;
+    #: ``None`` for a collective the ring model of :mod:`tmath.comm` prices.
+    routed: tuple[Fraction, Fraction] | None = None
 
     @property
     def bytes_sent(self) -> int | Fraction:
+        if self.routed is not None:
+            return self.routed[0] + self.routed[1]
         return comm.bytes_sent(self.kind, self.nbytes, self.group)
 
     @property
@@ -315,6 +321,8 @@ class Collective:
             "what": self.what, "what_zh": self.what_zh, "link": self.link,
             "bytes_sent": comm.whole_bytes(self.bytes_sent),
             "total_bytes_sent": comm.whole_bytes(self.total_bytes_sent),
+            **({"network_bytes_sent": comm.whole_bytes(self.routed[0]),
+                "node_bytes_sent": comm.whole_bytes(self.routed[1])} if self.routed else {}),
         }
 
 
@@ -441,6 +449,13 @@ class Layout:
     cp_grad_bytes: Fraction = Fraction(4)
     #: The mesh order, innermost first: a value of :data:`ORDERS`.
     order: tuple[str, ...] = ORDERS["megatron"]
+    #: DeepSeek-V3's expert parallelism (report §3.2.2 and §3.3.3): the dispatch (and the
+    #: backward's all-to-all in the same direction) in FP8, the combine in BF16.
+    ep_fp8_dispatch: bool = False
+    #: Node-limited routing: each token goes to at most this many nodes (DeepSeek-V3: 4),
+    #: once over the network to each, then over the node's link to its experts; ``None``:
+    #: the plain all-to-all.
+    node_limit: int | None = None
 
     # -- the mesh -----------------------------------------------------------------------
     @property
@@ -696,10 +711,10 @@ class Layout:
             passes["recompute"] = 1
 
         def add(axis: str, kind: str, group: int, nbytes: Any, count: int, phase: str,
-                what: str, what_zh: str, link: str) -> None:
+                what: str, what_zh: str, link: str, routed: Any = None) -> None:
             if count and (group > 1 or kind == "send") and nbytes:
                 out.append(Collective(axis, kind, group, comm._exact(Fraction(nbytes)), count,
-                                      phase, what, what_zh, link))
+                                      phase, what, what_zh, link, routed))
 
         # --- tensor parallelism --------------------------------------------------------
         v = self.activation_nbytes
@@ -766,12 +781,18 @@ class Layout:
 
         # --- expert parallelism -------------------------------------------------------------
         if ep > 1 and self.moe_layers:
-            local = Fraction(self.tokens_per_gpu, tp) * self.cfg.experts_per_token \
-                * self.cfg.hidden_size * self.act_bytes
-            for phase in passes:
-                add("ep", "all_to_all", ep, local, m * 2 * self.moe_layers, phase,
-                    "dispatch and combine", "MoE 分发（dispatch）与合并（combine），每个 token k 份",
-                    lk["ep"])
+            elems = Fraction(self.tokens_per_gpu, tp) * self.cfg.experts_per_token \
+                * self.cfg.hidden_size
+            if not self.ep_fp8_dispatch and self.ep_routing is None:
+                for phase in passes:
+                    add("ep", "all_to_all", ep, elems * self.act_bytes, m * 2 * self.moe_layers,
+                        phase, "dispatch and combine",
+                        "MoE 分发（dispatch）与合并（combine），每个 token k 份", lk["ep"])
+            else:
+                for phase in passes:
+                    for what, zh, nbytes in self._ep_directions(elems):
+                        add("ep", "all_to_all", ep, nbytes, m * self.moe_layers, phase, what,
+                            zh, lk["ep"], routed=self._ep_routed(nbytes))
 
         # --- context parallelism ------------------------------------------------------------
         if cp > 1:
@@ -813,6 +834,67 @@ class Layout:
                 add("dp", "reduce_scatter", group, g, m, "backward", "gradients" + tag,
                     "梯度 reduce-scatter" + zh, link)
         return out
+
+    # -- DeepSeek-V3's expert parallelism (report §3.2.2, §3.3.3) ------------------------
+    @property
+    def ep_per_node(self) -> int:
+        """Members of one EP group on each node (the group's rank stride against the node
+        size; all ``ep`` when the group fits in a node)."""
+        if self.links["ep"] != self.inter_link or self.intra_link == self.inter_link:
+            return self.ep
+        return max(1, min(self.ep, self.gpus_per_node // self.strides["ep"]))
+
+    @property
+    def ep_nodes(self) -> int:
+        """Nodes one EP group spans (1 when its members share a node)."""
+        return -(-self.ep // self.ep_per_node)
+
+    @property
+    def ep_routing(self) -> dict[str, Any] | None:
+        """Node-limited routing as it applies to this layout, or ``None`` when it does not
+        (no limit, or the EP group on one node).
+
+        ``nodes`` the nodes the group spans, ``per_node`` its members on each, ``limit``
+        M.  Under uniform routing a token's k copies go to ``min(M, nodes)`` nodes (the M
+        chosen among the ``nodes``), its own among them with probability
+        ``min(M, nodes)/nodes``: ``network_copies = min(M, nodes)·(nodes−1)/nodes`` copies
+        leave the node, one per remote node, each to the GPU with the same index there,
+        which forwards it over the node's link to the GPUs holding its experts.  Of the k
+        copies of each token a share ``(per_node−1)/per_node`` are forwarded:
+        ``node_copies = k·(per_node−1)/per_node``.
+        """
+        if self.node_limit is None or self.ep <= 1:
+            return None
+        nodes, g = self.ep_nodes, self.ep_per_node
+        if nodes <= 1:
+            return None
+        reach = min(self.node_limit, nodes)
+        return {"limit": self.node_limit, "nodes": nodes, "per_node": g,
+                "network_copies": Fraction(reach * (nodes - 1), nodes),
+                "node_copies": self.cfg.experts_per_token * Fraction(g - 1, g)}
+
+    def _ep_directions(self, elems: Fraction) -> list[tuple[str, str, Fraction]]:
+        """The two all-to-alls of a MoE layer in one pass (dispatch-direction, combine-
+        direction), with the bytes of each: FP8 (1 byte) and BF16 with ``ep_fp8_dispatch``
+        (the forward dispatch and the backward's gradient before the down-projections go
+        FP8; both combines BF16, report §3.3.3), else ``act_bytes`` each."""
+        d = Fraction(1) if self.ep_fp8_dispatch else self.act_bytes
+        c = Fraction(2) if self.ep_fp8_dispatch else self.act_bytes
+        tag = "（FP8）" if self.ep_fp8_dispatch else ""
+        ctag = "（BF16）" if self.ep_fp8_dispatch else ""
+        return [("dispatch-direction all-to-all", f"MoE 分发方向的全交换{tag}：前向分发 token、"
+                 "反向发回下投影输出的梯度", elems * d),
+                ("combine-direction all-to-all", f"MoE 合并方向的全交换{ctag}：前向合并专家输出、"
+                 "反向发回专家输入的梯度", elems * c)]
+
+    def _ep_routed(self, nbytes: Fraction) -> tuple[Fraction, Fraction] | None:
+        """``(network, node)`` bytes this GPU sends in one node-limited all-to-all of
+        ``nbytes`` (the k copies of its tokens), or ``None`` without node-limited routing."""
+        r = self.ep_routing
+        if r is None:
+            return None
+        per_copy = nbytes / self.cfg.experts_per_token
+        return (per_copy * r["network_copies"], per_copy * r["node_copies"])
 
     def comm_bytes_per_gpu(self) -> dict[str, int]:
         """Bytes this GPU sends per optimizer step on each axis (whole bytes, rounded up)."""
@@ -933,6 +1015,8 @@ def build_layout(
     gpus_per_node: int = 8,
     intra_link: str = "NVLink4",
     inter_link: str = "IB-NDR",
+    ep_fp8_dispatch: bool = False,
+    node_limit: int | None = None,
 ) -> Layout:
     """Check and build the layout of ``cfg`` on a ``dp × tp × pp × cp`` mesh (ep inside dp).
 
@@ -954,6 +1038,8 @@ def build_layout(
     (:data:`ORDERS`: ``"megatron"``, tp, cp, dp, pp; ``"llama3"``, the paper's [TP, CP, PP,
     DP]): which axis is nearer the node decides which rides NVLink.  ``gpus_per_node`` and the two
     link names decide which link each axis rides (names of :data:`tmath.hardware.LINKS`).
+    ``ep_fp8_dispatch`` and ``node_limit`` price the MoE all-to-alls as DeepSeek-V3 runs them
+    (:attr:`Layout.ep_routing`); both need ep > 1.
     """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg 必须是 tmath.ModelConfig，收到 {type(cfg).__name__}")
@@ -1018,6 +1104,15 @@ def build_layout(
         raise LayoutError(
             f"global_batch={G} 不是 dp×micro_batch = {dp}×{b} = {dp * b} 的整数倍：每个数据并行副本"
             f"每步要处理整数个微批次；取 global_batch 为 {dp * b} 的倍数", "global_batch")
+    if not isinstance(ep_fp8_dispatch, bool):
+        raise LayoutError(f"ep_fp8_dispatch 必须是 True 或 False，收到 {ep_fp8_dispatch!r}",
+                          "ep_fp8_dispatch")
+    if node_limit is not None:
+        node_limit = _pos_int("node_limit", node_limit)
+    for name, on in (("ep_fp8_dispatch", ep_fp8_dispatch), ("node_limit", node_limit is not None)):
+        if on and ep == 1:
+            raise LayoutError(f"{name} 规定专家并行的全交换怎么发，ep=1 时没有全交换：取 ep > 1，"
+                              "或不给它", name)
     layers = _stage_layers(cfg, pp, pp_edge_layers, stage_layers)
     if stage is None:
         stage = 1 if pp >= 3 else 0
@@ -1027,4 +1122,5 @@ def build_layout(
                   _bytes_arg("grad_bytes", grad_bytes),
                   _bytes_arg("optimizer_bytes", optimizer_bytes), gpn, str(intra_link),
                   str(inter_link), tpl, sp_regather and sequence_parallel,
-                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes), order=ORDERS[order])
+                  cp_grad_bytes=_bytes_arg("cp_grad_bytes", cp_grad_bytes), order=ORDERS[order],
+                  ep_fp8_dispatch=ep_fp8_dispatch, node_limit=node_limit)

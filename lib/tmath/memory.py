@@ -35,6 +35,8 @@ from tmath.errors import InputError, InputTypeError, show
 
 __all__ = [
     "RECIPES",
+    "RECIPE_SOURCES",
+    "RECIPE_NOTES_ZH",
     "RecipeBytes",
     "training_bytes_per_param",
     "zero_bytes_per_param",
@@ -44,6 +46,9 @@ __all__ = [
     "ActivationBytes",
     "activation_bytes",
     "activation_bytes_seed_heuristic",
+    "deepseek_activation_terms",
+    "FP8_BYTES",
+    "E5M6_BYTES",
     "PCIE_GEN5_X16_BYTES_PER_S",
     "SegmentCheckpoint",
     "segment_checkpoint_bytes",
@@ -77,6 +82,33 @@ RECIPES: dict[str, dict[str, int]] = {
     "bf16-adam-bf16-states": {"weights_bf16": 2, "grads_bf16": 2, "adam_m_bf16": 2, "adam_v_bf16": 2},
     # Inference only: the bf16 weights.
     "bf16-inference": {"weights_bf16": 2},
+    # --- recipes of published runs (issue 36; RECIPE_SOURCES names each one's source) ---
+    # DeepSeek-V3 (report §3.3.1, §3.3.3): FP8 GEMMs; "the master weights (stored by the
+    # optimizer) and gradients (used for batch size accumulation) are still retained in
+    # FP32"; "BF16 ... to track the first and second moments in the AdamW".  The copy of the
+    # weights the GEMMs read (cast to FP8 per 128 x 128 block on the fly) is taken as BF16:
+    # the report's text does not say how it is kept (an assumption, RECIPE_NOTES_ZH).
+    "deepseek-v3-fp8": {"weights_bf16": 2, "grads_fp32": 4, "master_fp32": 4,
+                        "adam_m_bf16": 2, "adam_v_bf16": 2},
+    # The JAX scaling book ("How to Parallelize a Transformer for Training", data
+    # parallelism): "Since the params are in bfloat16 and optimizer state is in float32, this
+    # gives us 2 + 8 = 10 bytes per parameters."  Gradients are not counted (in JAX they are
+    # a transient of the step, not a buffer kept between steps).
+    "scaling-book": {"weights_bf16": 2, "adam_m_fp32": 4, "adam_v_fp32": 4},
+}
+
+#: The primary source of each published recipe (keys of :data:`tmath.sources.SOURCES`).
+RECIPE_SOURCES: dict[str, str] = {
+    "deepseek-v3-fp8": "deepseek2024v3infra",
+    "scaling-book": "austin2025scalingbooktraining",
+}
+#: What each published recipe assumes beyond its source's words, in Chinese.
+RECIPE_NOTES_ZH: dict[str, str] = {
+    "deepseek-v3-fp8": "DeepSeek-V3 报告 §3.3.1、§3.3.3：主权重与梯度 FP32（4 + 4），"
+                       "AdamW 的一阶、二阶矩 BF16（2 + 2）；GEMM 读的那份权重按 BF16 计"
+                       "（2，报告正文没说它怎么存，FP8 在每次 GEMM 前按块转换）：共 14 字节/参数",
+    "scaling-book": "JAX Scaling Book 第 5 节：参数 bf16（2）、Adam 两个矩 fp32（4 + 4），共 10 字节/参数；"
+                    "梯度不计（JAX 里它只在一步之内存在）",
 }
 
 
@@ -273,6 +305,8 @@ def activation_bytes(
     dtype: str = "bf16",
     mask_bytes: float = 1,
     dropout: bool | None = None,
+    recompute_norm_up: bool = False,
+    fp8_cache: bool = False,
 ) -> ActivationBytes:
     """Activation bytes one GPU keeps for backward, per architecture, term by term.
 
@@ -295,6 +329,12 @@ def activation_bytes(
     copies of each expert's input tokens are not modelled.  MLA uses its query/key head
     dim (nope + rope) and value head dim for every head; its latent down-projections are
     not modelled.  Those cases have ``checked=False``.
+
+    DeepSeek-V3's two activation savings (report §3.2.3 and §3.3.3, source
+    ``deepseek2024v3infra``), applied by :func:`deepseek_activation_terms`:
+    ``recompute_norm_up`` recomputes every RMSNorm and, for MLA, the up-projections in the
+    backward pass; ``fp8_cache`` caches the Linear inputs in FP8.  Neither goes with
+    ``recompute="full"`` (nothing is left to save).
     """
     from tmath.actterms import activation_layer_terms
     from tmath.kvcache import dtype_bytes
@@ -324,12 +364,23 @@ def activation_bytes(
               "K": layout.kv_heads_per_gpu * t, "H": d, "d_v": e, "n_TP": Fraction(t),
               "b": Fraction(alpha), "b_mask": Fraction(mask_bytes), "b_stat": 4}
 
-    def layer(f: int) -> dict[str, float]:
+    for name, flag in (("recompute_norm_up", recompute_norm_up), ("fp8_cache", fp8_cache)):
+        if not isinstance(flag, bool):
+            raise InputTypeError(f"{name} 必须是布尔值，收到 {show(flag)}", name)
+        if flag and recompute == "full":
+            raise InputError(f"{name} 与整层重计算（recompute=\"full\"）不能同用：整层重计算只存层输入，"
+                             "没有别的激活可省；取 recompute=\"none\" 或 \"selective\"", name)
+
+    def layer(f: int, moe: bool = False) -> dict[str, float]:
         terms = activation_layer_terms(block, recompute=recompute, attention=attention,
                                        kernels=kernels, sequence_parallel=sequence_parallel,
                                        values=dict(values, F=f))
         if not dropout:
             terms = {k_: v_ for k_, v_ in terms.items() if "dropout" not in k_}
+        if recompute_norm_up or fp8_cache:
+            terms = deepseek_activation_terms(
+                terms, cfg, s * b, alpha, t if sequence_parallel else 1, moe=moe,
+                recompute_norm_up=recompute_norm_up, fp8_cache=fp8_cache)
         return {k_: float(v_) for k_, v_ in terms.items()}
 
     dense = layer(cfg.intermediate_size)
@@ -338,7 +389,8 @@ def activation_bytes(
     terms = dense
     total = n_dense * sum(dense.values())
     if n_moe:
-        terms = layer((cfg.experts_per_token + cfg.n_shared_experts) * cfg.moe_intermediate_size)
+        terms = layer((cfg.experts_per_token + cfg.n_shared_experts) * cfg.moe_intermediate_size,
+                      moe=True)
         total += n_moe * sum(terms.values())
     checked = cfg.model_type in ("gpt2", "llama") and not cfg.is_moe and not cfg.is_mla
     note = ("cross-checked block" if checked else
@@ -346,6 +398,71 @@ def activation_bytes(
     return ActivationBytes(cfg.name, block, s, b, t, sequence_parallel, recompute, attention,
                            kernels, float(alpha), float(mask_bytes), cfg.num_layers, terms,
                            float(total), checked, note)
+
+
+#: Bytes per element of an activation cached in FP8 (E4M3) and of the attention output
+#: DeepSeek-V3 caches in its own E5M6 format (12 bits), report §3.3.3.  The FP32 scaling
+#: factor of each 1 x 128 tile (4/128 byte per element, 3 %) is left out.
+FP8_BYTES = Fraction(1)
+E5M6_BYTES = Fraction(3, 2)
+#: The RMSNorm outputs (:func:`tmath.actterms.activation_terms`): the inputs of the first
+#: projections of the attention and of the MLP.
+NORM_OUTPUTS = ("qkv_input", "mlp_input")
+#: Activations that are the input of a Linear operator (FP8 when cached in FP8).
+LINEAR_INPUTS = ("qkv_input", "mlp_input", "mlp_hidden")
+
+
+def deepseek_activation_terms(terms: dict[str, Any], cfg: Any, tokens: int, act_bytes: Any,
+                              split: int, *, moe: bool, recompute_norm_up: bool,
+                              fp8_cache: bool) -> dict[str, Any]:
+    """One layer's kept activations (``terms``, bytes per GPU) under DeepSeek-V3's savings.
+
+    Source ``deepseek2024v3infra`` (DeepSeek-V3 report):
+
+    * ``recompute_norm_up`` (§3.2.3, "We recompute all RMSNorm operations and MLA
+      up-projections during back-propagation, thereby eliminating the need to persistently
+      store their output activations"): the RMSNorm outputs (:data:`NORM_OUTPUTS`) are
+      dropped; for an MLA model so are Q, K and V, the up-projections' outputs, and the
+      latents they are recomputed from are kept instead: the query latent (``q_lora_rank``,
+      if the queries are compressed; otherwise Q is a projection of the norm output and is
+      kept), the KV latent and the shared rotary key (``kv_lora_rank + qk_rope_head_dim``),
+      in the activation dtype, with the fp32 statistics of their RMSNorms.  The norms'
+      inputs (the residual stream) stay: the norms are recomputed from them.
+    * ``fp8_cache`` (§3.3.3, "it is a natural choice to cache activations in FP8 format for
+      the backward pass of the Linear operator"): every Linear input still kept
+      (:data:`LINEAR_INPUTS`) costs :data:`FP8_BYTES`; the attention output, the input of
+      the Linear after attention, :data:`E5M6_BYTES` ("a customized E5M6 data format");
+      in a MoE layer the SwiGLU inputs (gate and up) are cached in FP8 and its output is
+      recomputed ("we cache the inputs of the SwiGLU operator and recompute its output"),
+      so the down-projection's input is not kept.  Normalisation and attention keep their
+      precision (§3.3.1): norm inputs and statistics, Q, K, V and the logsumexp unchanged.
+
+    ``tokens`` is b·T on this GPU, ``act_bytes`` the activation bytes, ``split`` what divides
+    a tensor that tensor parallelism does not split (n_TP with sequence parallelism, else 1).
+    """
+    out = dict(terms)
+    if recompute_norm_up:
+        for name in NORM_OUTPUTS:
+            out.pop(name, None)
+        if cfg.is_mla:
+            q_lat = cfg.q_lora_rank or 0
+            for name in (("q", "k", "v") if q_lat else ("k", "v")):
+                out.pop(name, None)
+            width = q_lat + cfg.kv_lora_rank + cfg.qk_rope_head_dim
+            out["mla_latents"] = Fraction(act_bytes) * tokens * width / split
+            out["mla_latent_stats"] = Fraction(4 * tokens * (2 if q_lat else 1), split)
+    if fp8_cache:
+        scale = FP8_BYTES / Fraction(act_bytes)
+        for name in LINEAR_INPUTS:
+            if name in out:
+                out[name] = out[name] * scale
+        if "attn_out" in out:
+            out["attn_out"] = out["attn_out"] * E5M6_BYTES / Fraction(act_bytes)
+        if moe and "gate" in out:
+            out["gate"] = out["gate"] * scale
+            out["up"] = out["up"] * scale
+            out.pop("mlp_hidden", None)
+    return out
 
 
 #: One direction of a PCIe Gen5 x16 link, bytes/s: the H100 SXM datasheet prints "PCIe Gen5:

@@ -34,7 +34,9 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    no kernel reaches, so with no communication the MFU is 100 %.
    A TPU's "node" is its pod (v5p: the largest slice); a group larger than that runs ICI
    inside each pod and the data-centre network between pods, one after the other
-   (:func:`_multislice_time`).
+   (:func:`_multislice_time`).  Inside a pod a TPU group occupies a box of the torus and runs
+   on all its axes at once (:func:`_ici_time`, :func:`tmath.comm.torus_time`); the text names
+   each axis' box.
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
 
@@ -102,7 +104,8 @@ def _stage_memory(st: dict[str, int], dense: int, moe: int, in_flight: int, reco
             "activations": _int(Fraction(acts))}
 
 
-def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
+def _memory_by_stage(lay: Any, act: dict[str, Any],
+                     sched: dict[str, Any] | None = None) -> list[dict[str, int]]:
     """:func:`_stage_memory` of every pipeline stage, in time and memory linear in pp.
 
     A stage's states depend only on its layer counts and on whether it holds the embedding
@@ -116,19 +119,25 @@ def _memory_by_stage(lay: Any, act: dict[str, Any]) -> list[dict[str, int]]:
         key = (n, moe, s == 0, s == lay.pp - 1)
         if key not in states:
             states[key] = lay.at_stage(s).state_bytes
-        in_flight = min(lay.pp - s, lay.micro_batches)  # Layout.in_flight
+        in_flight = (min(lay.pp - s, lay.micro_batches) if sched is None  # Layout.in_flight
+                     else sched["in_flight"][s])
         rows.append(_stage_memory(states[key], n - moe, moe, in_flight, lay.recompute, act))
         start += n
+    if sched is not None and sched["weight_copies"] == 2:
+        rows = _dualpipe_memory(rows)
     return rows
 
 
-def _activation_per_layer(cfg: Any, lay: Any) -> dict[str, float]:
-    """Activation bytes of one dense and one MoE layer for one micro-batch on one GPU."""
+def _activation_per_layer(cfg: Any, lay: Any, saving: dict[str, bool] | None = None
+                          ) -> dict[str, float]:
+    """Activation bytes of one dense and one MoE layer for one micro-batch on one GPU;
+    ``saving`` the DeepSeek-V3 switches of :func:`tmath.memory.activation_bytes`
+    (``recompute_norm_up``, ``fp8_cache``)."""
     from tmath.memory import activation_bytes
 
     kw = dict(tp=lay.tp, sequence_parallel=lay.sequence_parallel, attention="flash")
     seq, b = lay.seq_len // lay.cp, lay.micro_batch
-    a = activation_bytes(cfg, seq, b, recompute=lay.recompute, **kw)
+    a = activation_bytes(cfg, seq, b, recompute=lay.recompute, **kw, **(saving or {}))
     full = activation_bytes(cfg, seq, b, recompute="none", **kw)
     n_moe = cfg.num_moe_layers if cfg.is_moe else 0
     n_dense = cfg.num_layers - n_moe
@@ -318,6 +327,8 @@ def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn
     def on(lk: Any, k: str, vv: Any, m: int) -> float:
         if m == 1 and k != "send":
             return 0.0
+        if lk is ici:
+            return _ici_time(k, vv, m, lk)
         return comm.collective_time(k, vv, m, bandwidth=lk.bandwidth, alpha=lk.alpha,
                                     topology=lk.topology)
 
@@ -333,6 +344,192 @@ def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn
         away = float(v * Fraction(n - per_pod, n)) / dcn.bandwidth + (pods - 1) * dcn.alpha
         return away + on(ici, "all_to_all", v * Fraction(per_pod, n), per_pod)
     return on(dcn, "send", v, 2)
+
+
+#: DeepSeek-V3's techniques ``plan`` can switch on, with the report's section (source
+#: ``deepseek2024v3infra``) and what each changes, in Chinese.
+DEEPSEEK_SWITCHES: dict[str, tuple[str, str, str]] = {
+    "recompute_norm_up": ("--recompute-norm-up", "§3.2.3",
+                          "反向时重算所有 RMSNorm 和 MLA 的上投影：不存它们的输出，改存 MLA 的潜向量"
+                          "（重算上投影的 FLOPs 计入硬件 FLOPs，RMSNorm 是逐元素运算，记 0）"),
+    "fp8_activations": ("--fp8-activations", "§3.3.3",
+                        "Linear 的输入按 FP8 缓存（1 字节），注意力后那个 Linear 的输入用 E5M6（1.5 字节），"
+                        "MoE 层 SwiGLU 的输入存 FP8、输出反向时重算；归一化与注意力保持原精度；"
+                        "每 128 个元素一个 FP32 缩放因子（3 %）不计"),
+    "ep_fp8_dispatch": ("--ep-fp8-dispatch", "§3.3.3",
+                        "专家并行分发方向的全交换（前向分发、反向发回下投影输出的梯度）用 FP8（1 字节），"
+                        "合并方向的（前向合并、反向发回专家输入的梯度）用 BF16（2 字节）"),
+    "node_limit": ("--node-limit", "§3.2.2",
+                   "限节点路由：每个 token 至多发往 M 个节点，经 IB 每个节点只发一份（到同号的卡），"
+                   "再经 NVLink 转给持有其专家的卡；均匀路由下每个 token 出机器 M·(n−1)/n 份"
+                   "（n 是 EP 组跨的节点数），机内转发 k·(g−1)/g 份（g 是每节点的组员数）；"
+                   "IB 与 NVLink 两段同时进行，取较慢的一段"),
+}
+#: Largest node limit ``plan`` accepts (no cluster has more nodes in one EP group).
+NODE_LIMIT_MAX = 10_000
+#: Plausible range of ``--tokens`` (a run's length in tokens): GPT-3's 3 × 10¹¹ and
+#: Llama 3's 1.5 × 10¹³ sit well inside it.
+TOKENS_LIMITS = (1.0, 1e16)
+
+
+def _check_deepseek_switches(cfg: Any, recompute: str, recompute_norm_up: Any,
+                             fp8_activations: Any, ep_fp8_dispatch: Any, node_limit: Any,
+                             ep: Any) -> dict[str, bool]:
+    """Check DeepSeek-V3's switches (:data:`DEEPSEEK_SWITCHES`); the activation ones as
+    keyword arguments of :func:`tmath.memory.activation_bytes`."""
+    from tmath.errors import show
+    from tmath.layout import LayoutError
+
+    for name, v in (("recompute_norm_up", recompute_norm_up), ("fp8_activations", fp8_activations),
+                    ("ep_fp8_dispatch", ep_fp8_dispatch)):
+        if not isinstance(v, bool):
+            raise LayoutError(f"{name}（{DEEPSEEK_SWITCHES[name][0]}）是开关，必须是 True 或 False，"
+                              f"收到 {show(v)}", name)
+        if v and recompute == "full":
+            if name != "ep_fp8_dispatch":
+                raise LayoutError(
+                    f"{DEEPSEEK_SWITCHES[name][0]} 与 --recompute full 不能同用：整层重计算只存每层的输入，"
+                    "没有别的激活可省；取 --recompute none 或 selective", name)
+    if node_limit is not None:
+        ok = not isinstance(node_limit, bool) and isinstance(node_limit, int) \
+            and 1 <= node_limit <= NODE_LIMIT_MAX
+        if not ok:
+            raise LayoutError(f"node_limit（--node-limit）是每个 token 至多发往的节点数，必须是 1 到 "
+                              f"{NODE_LIMIT_MAX:,} 之间的整数（DeepSeek-V3 取 4），收到 {show(node_limit)}",
+                              "node_limit")
+    for name, on in (("ep_fp8_dispatch", ep_fp8_dispatch), ("node_limit", node_limit is not None)):
+        if on and (not cfg.is_moe or ep == 1):
+            why = f"{cfg.name} 没有路由专家" if not cfg.is_moe else "ep=1 时没有专家并行的全交换"
+            raise LayoutError(f"{DEEPSEEK_SWITCHES[name][0]} 规定专家并行的全交换怎么发，但{why}："
+                              "取 MoE 模型和 --ep > 1，或不给它", name)
+    return {"recompute_norm_up": recompute_norm_up, "fp8_cache": fp8_activations}
+
+
+def _check_tokens(tokens: Any) -> float | None:
+    """``tokens`` (the run's length) checked against :data:`TOKENS_LIMITS`."""
+    from tmath.errors import show
+    from tmath.layout import LayoutError
+
+    if tokens is None:
+        return None
+    lo, hi = TOKENS_LIMITS
+    ok = (not isinstance(tokens, bool) and isinstance(tokens, (int, float))
+          and math.isfinite(tokens) and lo <= tokens <= hi)
+    if not ok:
+        raise LayoutError(f"tokens（--tokens）是整个训练的 token 数，必须在 1 到 10¹⁶ 之间"
+                          f"（如 14.8e12），收到 {show(tokens)}", "tokens")
+    return float(tokens)
+
+
+def _node_limited_time(c: Any, intra: Any, inter: Any, routing: dict[str, Any]) -> float:
+    """Seconds of one node-limited all-to-all (DeepSeek-V3's kernels, report §3.2.2).
+
+    The network part sends ``c.routed[0]`` bytes through the GPU's own NIC, one message to
+    each of the other ``nodes − 1`` nodes; the node part forwards ``c.routed[1]`` bytes
+    over the node's link, to the other ``per_node − 1`` members.  "Communications via IB and
+    NVLink are fully overlapped": the slower of the two, each a latency per message plus
+    bytes over the link's bandwidth (:attr:`tmath.hardware.Link.bandwidth`).
+    """
+    ib, nvl = c.routed
+    t_ib = float(ib) / inter.bandwidth + (routing["nodes"] - 1) * inter.alpha
+    t_nvl = float(nvl) / intra.bandwidth + (routing["per_node"] - 1) * intra.alpha if nvl else 0.0
+    return max(t_ib, t_nvl)
+
+
+def _up_projection_flops(cfg: Any) -> int:
+    """Forward FLOPs per token of MLA's up-projections, all layers (the recomputation of
+    ``recompute_norm_up``): 2·(q_lora·N·(nope+rope) + kv_lora·N·(nope+v)) per layer; 0 for
+    a model without MLA."""
+    if not cfg.is_mla:
+        return 0
+    n = cfg.num_heads
+    q = (cfg.q_lora_rank or 0) * n * (cfg.qk_nope_head_dim + cfg.qk_rope_head_dim)
+    kv = cfg.kv_lora_rank * n * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+    return cfg.num_layers * 2 * (q + kv)
+
+
+def _run_length(tokens_per_step: int, step_s: float, overlap_s: float, world: int,
+                tokens: float | None) -> dict[str, float | None]:
+    """Tokens per second, and for a run of ``tokens`` tokens its GPU-hours and days, at the
+    step time without overlap and with all communication hidden (``*_overlap``)."""
+    out: dict[str, float | None] = {}
+    for tag, t in (("", step_s), ("_overlap", overlap_s)):
+        rate = tokens_per_step / t
+        out["tokens_per_s" + tag] = rate
+        seconds = None if tokens is None else tokens / rate
+        out["gpu_hours" + tag] = None if seconds is None else seconds * world / 3600
+        out["days" + tag] = None if seconds is None else seconds / 86400
+    return out
+
+
+def _note_deepseek(plan: dict[str, Any], lay: Any, recipe: str) -> None:
+    """State, in the plan's conventions, the published recipe and DeepSeek-V3's switches
+    it uses (with the report's sections)."""
+    from tmath.memory import RECIPE_NOTES_ZH
+
+    notes = plan["conventions_zh"]
+    if recipe in RECIPE_NOTES_ZH:
+        notes.append(f"训练配方 {recipe}：{RECIPE_NOTES_ZH[recipe]}。")
+    on = [k for k in DEEPSEEK_SWITCHES if plan["settings"][k] not in (False, None)]
+    for k in on:
+        flag, sec, what = DEEPSEEK_SWITCHES[k]
+        limit = f" {plan['settings']['node_limit']}" if k == "node_limit" else ""
+        extra = ""
+        if k == "node_limit" and lay.ep_routing is None:
+            extra = "（EP 组在一个节点之内，限节点不起作用）"
+        notes.append(f"{flag}{limit}（DeepSeek-V3 报告 {sec}）：{what}{extra}。")
+    if on:
+        notes.append("DeepSeek-V3 报告 §3.2.3 的另两条不改变这里的数：EMA 存在 CPU 内存（这里本来不计 EMA）；"
+                     "MTP 模块与主模型共享词嵌入和输出头（这里不计 MTP 模块）。")
+
+
+def _ici_box(n: int, lk: Any) -> tuple[tuple[int, bool], ...] | None:
+    """The torus box a group of ``n`` chips occupies on ICI link ``lk``
+    (:func:`tmath.comm.torus_shape`), ``None`` if ``lk`` is no torus or no box holds n chips."""
+    from tmath import comm
+
+    if not getattr(lk, "torus_axes", None):
+        return None
+    return comm.torus_shape(n, axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple,
+                            max_side=lk.torus_max_side)
+
+
+def _ici_time(kind: str, nbytes: Any, n: int, lk: Any) -> float:
+    """Seconds of a collective over ``n`` chips of one TPU pod on ICI link ``lk``: on every axis
+    of the group's torus box at once (:func:`tmath.comm.torus_time`), or as one ring of n chips
+    when no box holds them (:func:`_ici_box`)."""
+    from tmath import comm
+
+    box = _ici_box(n, lk)
+    if box is None:
+        return comm.collective_time(kind, nbytes, n, bandwidth=lk.bandwidth, alpha=lk.alpha,
+                                    topology=lk.topology)
+    return comm.torus_time(kind, nbytes, box, bandwidth=lk.bandwidth, alpha=lk.alpha)
+
+
+def _note_torus(plan: dict[str, Any], lk: Any) -> None:
+    """On a TPU, name the model the ICI collectives were priced with, and each axis' box."""
+    box_zh = {}
+    for row in plan["collectives"]:
+        links = (lk.name, plan["hardware"]["inter_link"]["name"])
+        if row["link"] not in links or row["axis"] in box_zh or row["group"] == 1:
+            continue
+        n = row["group"] if row["per_node"] == row["group"] else row["per_node"]
+        box = _ici_box(n, lk) if row["kind"] != "send" else ()
+        if box is None:
+            box_zh[row["axis"]] = f"{row['axis']} 组 {n} 颗（摆不成盒子，按一个环计）"
+        elif box:
+            sides = "×".join(str(a) for a, _ in box)
+            lines = [str(a) for a, w in box if not w]
+            box_zh[row["axis"]] = (f"{row['axis']} 组 {sides}"
+                                   + (f"（边长 {'、'.join(lines)} 无回绕）" if lines else "（各边有回绕）"))
+    where = "；".join(box_zh.values()) or "没有跨芯片的组"
+    plan["conventions_zh"].append(
+        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：pod 内的一个组占一个子环面（盒子，取最省的形状），"
+        "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
+        "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
+        "v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
+        f"否则按一条线计。本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
 
 
 def build_plan(
@@ -361,8 +558,22 @@ def build_plan(
     intra_bandwidth: float | None = None,
     inter_bandwidth: float | None = None,
     order: str = "megatron",
+    schedule: str = "1f1b",
+    virtual_stages: int = 1,
+    recompute_norm_up: bool = False,
+    fp8_activations: bool = False,
+    ep_fp8_dispatch: bool = False,
+    node_limit: int | None = None,
+    tokens: float | None = None,
 ) -> dict[str, Any]:
     """The plan of ``cfg`` on a ``dp × tp × pp × cp`` mesh of ``gpu`` (ep inside dp).
+
+    DeepSeek-V3's techniques (report §3.2.2, §3.2.3, §3.3.3; :data:`DEEPSEEK_SWITCHES`):
+    ``recompute_norm_up`` and ``fp8_activations`` shrink the activations
+    (:func:`tmath.memory.deepseek_activation_terms`; the recomputed up-projections' FLOPs
+    join the hardware FLOPs), ``ep_fp8_dispatch`` and ``node_limit`` price the MoE
+    all-to-alls as its kernels run them (:func:`_node_limited_time`).  ``tokens`` (a run of
+    that many tokens) adds the GPU-hours and days of the run (:func:`_run_length`).
 
     ``order`` is the mesh order (:data:`tmath.layout.ORDERS`): ``"megatron"`` (tp, cp, dp,
     pp) or ``"llama3"`` (the Llama 3 paper's [TP, CP, PP, DP]); it decides which groups fit
@@ -392,6 +603,9 @@ def build_plan(
     _check_bounds({"dp": dp, "tp": tp, "pp": pp, "ep": ep, "cp": cp, "micro_batch": micro_batch,
                    "global_batch": global_batch, "seq_len": seq_len, "stage": stage,
                    "pp_edge_layers": pp_edge_layers})
+    saving = _check_deepseek_switches(cfg, recompute, recompute_norm_up, fp8_activations,
+                                      ep_fp8_dispatch, node_limit, ep)
+    tokens = _check_tokens(tokens)
     usable = "、".join(NODES)  # the GPUs with a node (links, GPUs per node): the only ones here
     try:
         hw = hardware(gpu)
@@ -426,13 +640,14 @@ def build_plan(
         stage_layers=stage_layers,
         act_bytes=2, param_bytes=rb.weights, grad_bytes=rb.grads, optimizer_bytes=rb.optimizer,
         gpus_per_node=per_node_size, intra_link=lk_intra.name, inter_link=lk_inter.name,
-        order=order)
+        order=order, ep_fp8_dispatch=ep_fp8_dispatch, node_limit=node_limit)
     cap = custom.get("hbm_bytes", hw.hbm_bytes)
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else float(workspace_bytes)
 
-    act = _activation_per_layer(cfg, lay)
+    act = _activation_per_layer(cfg, lay, saving)
+    sched = _schedule(lay, schedule, virtual_stages)
     stages = []
-    for s, mem in enumerate(_memory_by_stage(lay, act)):
+    for s, mem in enumerate(_memory_by_stage(lay, act, sched)):
         total = sum(mem.values())
         stages.append({"stage": s, **mem, "total": total,
                        "fits": bool(total + work <= cap)})
@@ -446,12 +661,13 @@ def build_plan(
     for c in colls:
         per_node = _members_per_node(lay, c)
         spans = per_node < c.group and c.link == lay.inter_link
-        if lk_intra.step_latency is None:  # not an NCCL link (TPU ICI, DCN): the plain α–β model
+        if c.routed is not None:  # DeepSeek-V3's node-limited all-to-all
+            t = _node_limited_time(c, lk_intra, lk_inter, lay.ep_routing)
+        elif lk_intra.step_latency is None:  # not an NCCL link (TPU ICI, DCN): the α–β model
             if spans:  # a group larger than a pod: ICI inside each pod, DCN between pods
                 t = _multislice_time(c.kind, c.nbytes, c.group, per_node, lk_intra, lk_inter)
-            else:
-                t = comm.collective_time(c.kind, c.nbytes, c.group, bandwidth=lk_intra.bandwidth,
-                                         alpha=lk_intra.alpha, topology=lk_intra.topology)
+            else:  # inside one pod: the group's torus box, every axis at once
+                t = _ici_time(c.kind, c.nbytes, c.group, lk_intra)
         else:
             t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lk_intra,
                                inter=lk_inter if spans else None,
@@ -459,9 +675,12 @@ def build_plan(
         # the label is the link the time is computed on: a group whose members all share
         # a node (a pipeline pair, KV replicas inside a wider TP group) rides its NVLink
         used = lay.inter_link if spans else lay.intra_link
+        if c.routed is not None:  # node-limited: the network to each node, then its link
+            used = f"{lay.inter_link}+{lay.intra_link}"
         comm_s[c.axis] += c.count * t
         coll_rows.append({**c.as_dict(), "link": used, "per_node": per_node, "seconds_each": t,
                           "seconds": c.count * t})
+    _schedule_comm(sched, comm_s, coll_rows)
     comm_total = sum(comm_s.values())
     # each axis' links: those its collectives ride ("NVLink4+IB-NDR" when they differ); an
     # axis that sends nothing keeps the layout's link of its group
@@ -475,9 +694,11 @@ def build_plan(
     # compute
     fl = checkpoint_flops(cfg, lay.seq_len, lay.global_batch, strategy=recompute, causal=True)
     model_flops, hw_flops = fl.base, fl.total
+    if recompute_norm_up:
+        hw_flops += _up_projection_flops(cfg) * lay.global_batch * lay.seq_len
     compute_s = hw_flops / (lay.world_size * flops)
-    bubble = float(lay.bubble_fraction)
-    pipeline_s = compute_s / (1 - bubble)
+    bubble = float(sched["bubble_fraction"])
+    pipeline_s = compute_s * (1 + sched["bubble_ratio"])
     step_s = pipeline_s + comm_total
     overlap_s = max(pipeline_s, comm_total)
     feasible = all(r["fits"] for r in stages)
@@ -492,13 +713,17 @@ def build_plan(
                      "global_batch": lay.global_batch, "seq_len": lay.seq_len,
                      "recompute": lay.recompute, "sequence_parallel": lay.sequence_parallel,
                      "gpu": hw.name, "recipe": recipe, "stage_layers": list(lay.stage_layers),
-                     "gpus_per_node": lay.gpus_per_node},
+                     "gpus_per_node": lay.gpus_per_node,
+                     "recompute_norm_up": recompute_norm_up, "fp8_activations": fp8_activations,
+                     "ep_fp8_dispatch": ep_fp8_dispatch, "node_limit": node_limit,
+                     "tokens": tokens},
         "world_size": lay.world_size,
         "micro_batches": lay.micro_batches,
         "bubble_fraction": bubble,
+        "schedule": {k: v for k, v in sched.items() if k != "in_flight"},
         "stage": {"index": lay.stage, "layers": [lay.layers.start, lay.layers.stop],
                   "dense_layers": lay.dense_layers, "moe_layers": lay.moe_layers,
-                  "in_flight_micro_batches": lay.in_flight,
+                  "in_flight_micro_batches": sched["in_flight"][lay.stage],
                   "holds_embedding": bool(p["embedding"]), "holds_lm_head": bool(p["lm_head"])},
         "per_gpu": {"heads": lay.heads_per_gpu, "kv_heads": lay.kv_heads_per_gpu,
                     "kv_replicas": lay.tp_split.kv_replicas, "experts": lay.experts_per_gpu,
@@ -507,7 +732,7 @@ def build_plan(
         "memory_by_stage": stages,
         "activation_block": act["block"],
         "activation_checked": act["checked"],
-        "comm_bytes_per_gpu": lay.comm_bytes_per_gpu(),
+        "comm_bytes_per_gpu": _schedule_bytes(sched, lay.comm_bytes_per_gpu()),
         "links": links,
         "collectives": coll_rows,
         "comm_time_s": comm_s,
@@ -518,6 +743,7 @@ def build_plan(
         "step_time_s": step_s,
         "step_time_overlap_s": overlap_s,
         "mfu": model_flops / (lay.world_size * flops * step_s),
+        **_run_length(lay.global_batch * lay.seq_len, step_s, overlap_s, lay.world_size, tokens),
         "hardware": {"name": hw.name, "dense_flops": flops, "hbm_bytes": cap,
                      "gpus_per_node": lay.gpus_per_node,
                      "intra_link": {"name": lk_intra.name, "bandwidth": lk_intra.bandwidth},
@@ -532,8 +758,127 @@ def build_plan(
         "conventions_zh": list(CONVENTIONS_ZH),
     }
     plan["verdict_zh"] = _verdict(plan)
+    _note_schedule(plan)
     _note_order(plan, order)
+    _note_deepseek(plan, lay, recipe)
+    if lk_intra.step_latency is None and getattr(lk_intra, "torus_axes", None):
+        _note_torus(plan, lk_intra)
     return plan
+
+# --- pipeline schedules (tmath.schedule) --------------------------------------------------
+
+#: ``--schedule`` choices, and the bound of ``--virtual-stages``.
+SCHEDULE_CHOICES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
+MAX_VIRTUAL_STAGES = 64
+
+
+def _virtual_stages_arg(args: argparse.Namespace) -> int:
+    v = getattr(args, "virtual_stages", None)
+    return 1 if v is None else v
+
+
+def _schedule(lay: Any, schedule: str, virtual_stages: int) -> dict[str, Any]:
+    """The pipeline schedule's bubble, activations in flight per stage and weight copies,
+    from :mod:`tmath.schedule`'s closed forms (its simulator checks them in the tests),
+    with F = 1, B = 2 (the whole backward), W = 1 and F&B = F + B; a ``LayoutError``
+    naming the flag when the schedule cannot run on this layout."""
+    from tmath import schedule as sc
+    from tmath.layout import LayoutError
+
+    if schedule not in SCHEDULE_CHOICES:
+        raise LayoutError(f"--schedule {schedule!r} 未知：请用 {'、'.join(SCHEDULE_CHOICES)} 之一",
+                          "schedule")
+    v = virtual_stages
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_VIRTUAL_STAGES:
+        raise LayoutError(f"--virtual-stages 必须是 1 到 {MAX_VIRTUAL_STAGES} 的整数，收到 {v!r}",
+                          "virtual_stages")
+    pp, m = lay.pp, lay.micro_batches
+    if schedule == "interleaved" and v == 1:
+        raise LayoutError("交错 1F1B 需要 --virtual-stages V（V ≥ 2，每张卡放 V 个模型块）",
+                          "virtual_stages")
+    if schedule != "interleaved" and v != 1:
+        raise LayoutError(f"--virtual-stages 只配 --schedule interleaved（现在是 {schedule}）",
+                          "virtual_stages")
+    if pp == 1 and schedule != "1f1b":
+        raise LayoutError(f"--schedule {schedule} 是流水线的调度，pp=1 时没有流水线：取 pp ≥ 2"
+                          "，或不给 --schedule", "schedule")
+    if schedule == "interleaved":
+        bad = [n for n in lay.stage_layers if n % v]
+        if bad:
+            raise LayoutError(f"交错 1F1B 把每段的层平分成 V={v} 块（Megatron-LM："
+                              f"每段层数须被每块层数整除）：各段层数 {list(lay.stage_layers)} "
+                              f"中有 {bad[0]} 不能被 {v} 整除", "virtual_stages")
+    if schedule == "zb-h1" and m < pp:
+        raise LayoutError(f"ZB-H1 的气泡公式 (p−1)(F+B−2W) 要求每条流水线的微批次数 n_mb ≥ pp："
+                          f"n_mb = G/(dp·b) = {m}，pp = {pp}；加大 --global-batch", "global_batch")
+    try:
+        sc.check_schedule(schedule, pp, m, v)
+    except ValueError as e:
+        msg = str(e).split("：", 1)
+        field = {"pp": "pp", "virtual_stages": "virtual_stages"}.get(msg[0], "global_batch")
+        why = msg[-1] + ("（n_mb = G/(dp·b)）" if field == "global_batch" else "")
+        raise LayoutError(why, field) from None
+    ratio = sc.bubble_ratio(schedule, pp, m, v, t_forward=1, t_backward=2, t_weight=1)
+    flights = [sc.in_flight(schedule, pp, m, s, v) for s in range(pp)]  # closed forms: O(pp)
+    return {"name": schedule, "name_zh": sc.NAMES_ZH[schedule], "virtual_stages": v,
+            "bubble_formula": sc.BUBBLE_FORMULAS[schedule],
+            "bubble_ratio": float(ratio), "bubble_fraction": float(ratio / (1 + ratio)),
+            "weight_copies": sc.WEIGHT_COPIES[schedule],
+            "in_flight": [int(f) if f.denominator == 1 else float(f) for f in flights],
+            "pp_messages_factor": v}
+
+
+def _dualpipe_memory(rows: list[dict[str, int]]) -> list[dict[str, int]]:
+    """DualPipe: GPU i holds stage i and stage pp−1−i (two copies of the parameters, each
+    with its gradients and optimizer states); its pp + 1 chunks in flight are counted at
+    the larger of the two stages' activations (an upper bound)."""
+    n = len(rows)
+    out = []
+    for i, r in enumerate(rows):
+        o = rows[n - 1 - i]
+        out.append({"weights": r["weights"] + o["weights"], "grads": r["grads"] + o["grads"],
+                    "optimizer": r["optimizer"] + o["optimizer"],
+                    "activations": max(r["activations"], o["activations"])})
+    return out
+
+
+def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
+                   rows: list[dict[str, Any]]) -> None:
+    """Interleaved 1F1B: every micro-batch crosses each GPU V times, V× the pipeline sends."""
+    v = sched["pp_messages_factor"]
+    if v == 1:
+        return
+    comm_s["pp"] *= v
+    for r in rows:
+        if r["axis"] == "pp":
+            r["count"] *= v
+            r["seconds"] *= v
+
+
+def _schedule_bytes(sched: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
+    v = sched["pp_messages_factor"]
+    return sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+
+
+def _mb(x: float) -> str:
+    return f"{x:g}"
+
+
+def _note_schedule(plan: dict[str, Any]) -> None:
+    """State the schedule's conventions in ``plan``'s conventions."""
+    sc = plan["schedule"]
+    text = (f"流水线调度 {sc['name_zh']}（--schedule {sc['name']}）：气泡 {sc['bubble_formula']}，"
+            "取 F = 1、B = 2（整个反向）、W = 1（反向中算权重梯度的部分）、F&B = F + B；"
+            "步时 = 计算 ×（1 + 气泡/理想计算时间）。激活按该调度的在途微批次数（整段为单位）计。")
+    if sc["name"] == "interleaved":
+        text += f"每张卡 V = {sc['virtual_stages']} 个模型块，流水线的点对点发送是 1F1B 的 V 倍。"
+    if sc["name"] == "zb-h1":
+        text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
+    if sc["weight_copies"] == 2:
+        text += ("DualPipe 第 i 张卡放第 i 段和第 pp−1−i 段：参数两份，各带梯度与优化器状态；"
+                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步仍按一份参数计。")
+    plan["conventions_zh"].append(text)
+
 
 
 def _note_order(plan: dict[str, Any], order: str) -> None:
@@ -621,6 +966,22 @@ def _custom_line(hw: dict[str, Any]) -> str:
             f"节点间 {hw['inter_link']['bandwidth'] / 1e9:,.4g} GB/s（每卡每方向）")
 
 
+def _run_lines(plan: dict[str, Any]) -> list[str]:
+    """Throughput, and a run's GPU-hours and days, when ``--tokens`` was given (without
+    it the text is as before; ``--json`` always has ``tokens_per_s``)."""
+    from tmath.fmt import sci
+
+    n = plan["settings"].get("tokens")
+    lines = []
+    if n is not None:
+        lines.append(f"  吞吐                        每秒 {plan['tokens_per_s']:,.0f} token"
+                     f"（通信全部藏住时 {plan['tokens_per_s_overlap']:,.0f}）")
+        lines.append(f"  训练 {sci(n, 4)} 个 token     {plan['gpu_hours']:,.0f} GPU·时，"
+                     f"{plan['days']:,.1f} 天（通信全部藏住时 {plan['gpu_hours_overlap']:,.0f} GPU·时，"
+                     f"{plan['days_overlap']:,.1f} 天）")
+    return lines
+
+
 def render_text(plan: dict[str, Any], width: int | None = None) -> str:
     """The plan as the Chinese text ``tmath plan`` prints; the verdict comes first.
 
@@ -642,7 +1003,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
         *([_custom_line(plan["hardware"])] if plan["hardware"]["custom"] else []),
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
-        f"每条流水线 n_mb = {plan['micro_batches']} 个；1F1B 气泡 {plan['bubble_fraction']:.1%}",
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡 "
+        f"{plan['bubble_fraction']:.1%}",
         "",
         f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
         f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",
@@ -658,7 +1020,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  权重        {_bytes(m['weights'])}",
         f"  梯度        {_bytes(m['grads'])}",
         f"  优化器状态  {_bytes(m['optimizer'])}",
-        f"  激活        {_bytes(m['activations'])}（同时在途 {st['in_flight_micro_batches']} 个微批次）",
+        f"  激活        {_bytes(m['activations'])}（同时在途 {_mb(st['in_flight_micro_batches'])} 个微批次）",
         f"  合计        {_bytes(sum(m.values()))}（另留工作区 {_bytes(plan['workspace_bytes_per_gpu'])}；"
         f"HBM {_bytes(plan['hbm_bytes_per_gpu'])}）",
         "",
@@ -672,9 +1034,12 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         lines.append(f"  {AXIS_ZH[a]}  {_bytes(b)}  {where}")
     lines += ["", "其中（每个优化器步）："]
     for c in plan["collectives"]:
+        split = (f"：网络 {_bytes(c['network_bytes_sent'])}、节点内 {_bytes(c['node_bytes_sent'])}"
+                 if "network_bytes_sent" in c else "")
         lines.append(f"  [{c['axis']}，{_PHASE_ZH[c['phase']]}] {KIND_ZH[c['kind']]} ×{c['count']:,}"
                      f"（组内 {c['group']} 张卡，数组 {_bytes(c['nbytes'])}，每次发出 "
-                     f"{_bytes(c['bytes_sent'])}，走 {c['link']}）：{c['what_zh']}")
+                     f"{_bytes(c['bytes_sent'])}{split}，走 {c['link'].replace('+', ' 与 ')}）："
+                     f"{c['what_zh']}")
     lines += [
         "",
         "一个优化器步的时间估计：",
@@ -686,6 +1051,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"{plan['step_time_overlap_s']:.4g} s",
         f"  由此的 MFU（计算按峰值）    {plan['mfu']:.1%}"
         + ("" if plan["feasible"] else "（这一布局放不下，MFU 只作对照）"),
+        *_run_lines(plan),
         "",
         "约定：",
     ]
@@ -704,7 +1070,9 @@ _EPILOG = "约定：\n" + "\n".join(f"  {i}. {c}" for i, c in enumerate(CONVENTI
     "\n\n例：python -m tmath plan --preset llama3.1-405b --dp 128 --tp 8 --pp 16 --zero 1 "
     "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7\n"
     "    python -m tmath plan --preset deepseek-v3 --gpu H800 --dp 128 --pp 16 --ep 64 --zero 1 "
-    "--global-batch 15360 --seq-len 4096 --stage-layers 3,4*14,2")
+    "--global-batch 15360 --seq-len 4096 --stage-layers 3,4*14,2 --recipe deepseek-v3-fp8 "
+    "--recompute-norm-up --fp8-activations --ep-fp8-dispatch --node-limit 4 --schedule dualpipe "
+    "--tokens 14.8e12")
 
 
 def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -746,10 +1114,28 @@ def add_plan_parser(subparsers: Any) -> argparse.ArgumentParser:
         p.add_argument(flag, type=float, default=None, help=f"{what}，替换 --gpu 的数字")
     p.add_argument("--gpus-per-node", type=int, default=None,
                    help="每节点卡数（TPU：一个 pod 或 slice 的芯片数），替换 --gpu 的数字")
-    p.add_argument("--recipe", default="mixed-adam", help="训练配方（每参数字节数），默认 mixed-adam")
+    from tmath.memory import RECIPES
+
+    p.add_argument("--recipe", default="mixed-adam",
+                   help=f"训练配方（每参数字节数）：{'、'.join(RECIPES)}；默认 mixed-adam")
+    for key in ("recompute_norm_up", "fp8_activations", "ep_fp8_dispatch"):
+        flag, sec, what = DEEPSEEK_SWITCHES[key]
+        p.add_argument(flag, action="store_true",
+                       help=f"DeepSeek-V3 报告 {sec}：{what}".replace("%", "%%"))
+    flag, sec, what = DEEPSEEK_SWITCHES["node_limit"]
+    p.add_argument(flag, type=int, default=None, metavar="M",
+                   help=f"DeepSeek-V3 报告 {sec}：{what}（DeepSeek-V3 取 4）；默认不限")
+    p.add_argument("--tokens", type=float, default=None, metavar="N",
+                   help="整个训练的 token 数（如 14.8e12）：按估计的步时给出 GPU·时与天数")
     p.add_argument("--order", default="megatron", choices=("megatron", "llama3"),
                    help="卡号的排法：megatron（tp、cp、dp、pp），或 llama3（Llama 3 论文的 "
                         "[TP, CP, PP, DP]）；默认 megatron")
+    p.add_argument("--schedule", default="1f1b", choices=SCHEDULE_CHOICES,
+                   help="流水线调度：gpipe、1f1b（默认）、interleaved（交错 1F1B，配 --virtual-stages）、"
+                        "zb-h1（零气泡）、dualpipe（DeepSeek-V3，参数两份）")
+    p.add_argument("--virtual-stages", type=int, default=None, metavar="V",
+                   help=f"交错 1F1B 每张卡的模型块数 V（2 到 {MAX_VIRTUAL_STAGES}），"
+                        "只配 --schedule interleaved")
     p.add_argument("--json", action="store_true", help="输出 JSON")
     return p
 
@@ -800,7 +1186,10 @@ def run_plan(args: argparse.Namespace) -> int:
             gpus_per_node=args.gpus_per_node,
             intra_bandwidth=None if args.intra_gbs is None else args.intra_gbs * 1e9,
             inter_bandwidth=None if args.inter_gbs is None else args.inter_gbs * 1e9,
-            order=args.order)
+            order=args.order, recompute_norm_up=args.recompute_norm_up,
+            fp8_activations=args.fp8_activations, ep_fp8_dispatch=args.ep_fp8_dispatch,
+            node_limit=args.node_limit, tokens=args.tokens,
+            schedule=args.schedule, virtual_stages=_virtual_stages_arg(args))
     except LayoutError as e:
         return fail(str(e), e.field)
     except (ValueError, TypeError) as e:

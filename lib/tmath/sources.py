@@ -166,6 +166,9 @@ CITATIONS: dict[str, str] = {
     "shoeybi2019megatron": "Shoeybi 等（2019）《Megatron-LM》",
     # Part VI, serving (issue 37; tmath.serve)
     "deepseek2025inferencesystem": "DeepSeek-AI（2025）《DeepSeek-V3/R1 推理系统概览》",
+    # --- published runs (issue 36): recipes, DeepSeek-V3's techniques, the runs' figures ---
+    "deepseek2024v3infra": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》§3.2–3.3",
+    "austin2025scalingbooktraining": "Austin 等（2025）《How to Scale Your Model》第 5 节",
 }
 
 
@@ -263,7 +266,8 @@ register(
 register(
     "google-tpu-v4",
     "Google Cloud TPU v4 documentation (per chip: 275 TFLOP/s bf16, 32 GiB HBM2, 1,200 GBps; "
-    "4,096 chips per pod; 3D mesh, a 3D torus on slices whose sides are multiples of 4)",
+    "4,096 chips per pod; bisection bandwidth per Pod 24 TB/s; 3D mesh, a 3D torus on slices "
+    "whose sides are multiples of 4)",
     "https://cloud.google.com/tpu/docs/v4",
     "Google's v4 page prints no ICI or data-centre-network bandwidth per chip; tmath takes "
     "those from the scaling book (austin2025scalingbook: ICI 4.5e10 bytes/s per link one way, "
@@ -946,4 +950,42 @@ register(
     "prefilling or ~14.8k tokens/s output during decoding.' Theoretical revenue at R1 prices "
     "($0.14/M input cache hit, $0.55/M cache miss, $2.19/M output): $562,027 a day, 'a cost "
     "profit margin of 545%'.",
+)
+# --- published runs (issue 36): recipes, DeepSeek-V3's techniques, the runs' figures ---------
+register(
+    "deepseek2024v3infra",
+    "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv:2412.19437v2), Section 3.2 Training "
+    "Framework and Section 3.3 FP8 Training",
+    "https://arxiv.org/abs/2412.19437",
+    "§3.2: '16-way Pipeline Parallelism (PP), 64-way Expert Parallelism (EP) spanning 8 "
+    "nodes, and ZeRO-1 Data Parallelism (DP)'; 'DualPipe requires keeping two copies of the "
+    "model parameters'. §3.2.2: 'NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that "
+    "of IB (50 GB/s) ... we limit each token to be dispatched to at most 4 nodes ... it will "
+    "first be transmitted via IB to the GPUs with the same in-node index on its target nodes "
+    "... instantaneously forwarded via NVLink ... communications via IB and NVLink are fully "
+    "overlapped'. §3.2.3: 'We recompute all RMSNorm operations and MLA up-projections during "
+    "back-propagation'; 'The EMA parameters are stored in CPU memory'; 'we deploy the "
+    "shallowest layers (including the embedding layer) and deepest layers (including the "
+    "output head) of the model on the same PP rank'. §3.3.1: 'we store the master weights, "
+    "weight gradients, and optimizer states in higher precision'. §3.3.3: 'We adopt the BF16 "
+    "data format instead of FP32 to track the first and second moments in the AdamW ... the "
+    "master weights (stored by the optimizer) and gradients (used for batch size "
+    "accumulation) are still retained in FP32'; 'cache activations in FP8 format for the "
+    "backward pass of the Linear operator'; 'a customized E5M6 data format' for the inputs of "
+    "the Linear after attention; 'we cache the inputs of the SwiGLU operator and recompute its "
+    "output in the backward pass'; 'we quantize the activation before MoE up-projections into "
+    "FP8 and then apply dispatch components ... A similar strategy is applied to the activation "
+    "gradient before MoE down-projections. For both the forward and backward combine "
+    "components, we retain them in BF16'.",
+)
+register(
+    "austin2025scalingbooktraining",
+    "Austin et al., How to Scale Your Model, Part 5: How to Parallelize a Transformer for "
+    "Training (Data Parallelism)",
+    "https://jax-ml.github.io/scaling-book/training/",
+    "'if we train with parameters in bf16 and optimizer state in fp32 with Adam' (footnote: "
+    "'Adam stores parameters, first order and second order accumulators. Since the params are "
+    "in bfloat16 and optimizer state is in float32, this gives us 2 + 8 = 10 bytes per "
+    "parameters.'); 'the largest model we can train with Adam and pure data parallelism has "
+    "num_params = HBM per device / 10'.",
 )

@@ -178,3 +178,74 @@ def _together_6() -> float:
     r = LLAMA3_405B_TABLE4[2]
     n_mb = r["batch_per_dp"]
     return 100 * r["mfu"] * (1 + (r["pp"] - 1) / (8 * n_mb))
+
+
+# --- book/parallel/published-runs ------------------------------------------------------------
+
+
+@answer("ex-runs-1", rel_tol=0.01, unit="天")
+def _runs_1() -> float:
+    """Days of DeepSeek-V3's context extension, 119K H800 GPU hours (report Table 1), on the
+    2,048 GPUs (the chapter works the pre-training's 2,664K)."""
+    return 119e3 / 2048 / 24
+
+
+def _dsv3_run(**kw):
+    from tmath import preset
+    from tmath.plan import build_plan
+
+    layout = dict(gpu="H800", dp=128, pp=16, ep=64, zero=1, global_batch=15360, seq_len=4096,
+                  stage_layers="3,4*14,2", recipe="deepseek-v3-fp8", recompute_norm_up=True,
+                  fp8_activations=True, ep_fp8_dispatch=True, node_limit=4,
+                  schedule="dualpipe")
+    return build_plan(preset("deepseek-v3"), **{**layout, **kw})
+
+
+@answer("ex-runs-2", rel_tol=0.01, unit="s")
+def _runs_2() -> float:
+    """Seconds of expert-parallel all-to-all per step in DeepSeek-V3's report layout with its
+    recipe and techniques, but each token limited to 3 nodes instead of 4 (the chapter prints
+    M = 4's)."""
+    return _dsv3_run(node_limit=3)["comm_time_s"]["ep"]
+
+
+@answer("ex-runs-3", rel_tol=0.01, unit="")
+def _runs_3() -> float:
+    """Narayanan et al. 2021, Table 1's 310.1B row (128 heads, hidden 16,384, 96 layers, TP 8,
+    PP 16, 1,920 GPUs, batch 2,160, 155 TFLOP/s per GPU): published TFLOP/s over the model's
+    with every collective hidden (hardware FLOPs with full recomputation; micro-batch 1,
+    ZeRO-1, GPT-3's vocabulary), as the chapter does for three other rows."""
+    import dataclasses
+
+    from tmath import preset
+    from tmath.plan import build_plan
+
+    h, heads, layers = 16384, 128, 96
+    model = dataclasses.replace(preset("gpt3-175b"), name="gpt-96l", hidden_size=h,
+                                num_heads=heads, num_kv_heads=heads, head_dim=h // heads,
+                                num_layers=layers, intermediate_size=4 * h)
+    p = build_plan(model, gpu="A100", dp=1920 // (8 * 16), tp=8, pp=16, zero=1,
+                   global_batch=2160, seq_len=2048, recompute="full")
+    achieved = p["hardware_flops"] / p["world_size"] / p["step_time_overlap_s"] / 1e12
+    return 155 / achieved
+
+
+@answer("ex-runs-4", rel_tol=0.01, unit="GPU·时")
+def _runs_4() -> float:
+    """GPU hours the model (no overlap) gives for 10^12 tokens on Llama 3 405B's Table 4
+    second row (ZeRO-1, fp32 gradients, the paper's order), i.e. plan's --tokens 1e12."""
+    from tmath import preset
+    from tmath.plan import build_plan, llama3_405b_layout
+
+    p = build_plan(preset("llama3.1-405b"), zero=1, recipe="mixed-adam-fp32-grads",
+                   order="llama3", tokens=1e12, **llama3_405b_layout(1))
+    return p["gpu_hours"]
+
+
+@answer("ex-runs-5", rel_tol=0.01, unit="十亿个参数")
+def _runs_5() -> float:
+    """The scaling book's rule, the largest model pure data parallelism trains with Adam:
+    HBM per device / 10 bytes, for an H800 (80 GiB), in billions of parameters."""
+    from tmath.hardware import hardware
+
+    return hardware("H800").hbm_bytes / 10 / 1e9
