@@ -23,6 +23,7 @@ CASES = [(2, 1), (2, 5), (4, 3), (4, 8), (5, 7), (8, 8), (16, 16), (16, 4)]
 def test_bubble_is_the_closed_form_for_any_forward_backward_ratio(schedule, pp, m, tf, tb):
     s = simulate(pp, m, schedule, t_forward=tf, t_backward=tb)
     assert s.step_time == (m + pp - 1) * (tf + tb)
+    assert s.busy_time == m * (tf + tb) == s.busy(0)  # a number (the page prints it)
     assert s.bubble_fraction == Fraction(pp - 1, m + pp - 1)
     assert all(s.idle_time(i) == (pp - 1) * (tf + tb) for i in range(pp))
 
@@ -41,6 +42,7 @@ def test_layout_agrees_with_the_simulation(pp, m):
 def test_gpipe_holds_every_micro_batch(pp, m):
     s = simulate(pp, m, "gpipe")
     assert [s.in_flight(i) for i in range(pp)] == [m] * pp
+    assert all(type(s.in_flight(i)) is int for i in range(pp))  # 6, not Fraction(6, 1)
 
 
 def test_every_operation_runs_once_and_respects_its_neighbours():

@@ -770,7 +770,7 @@ def _schedule(lay: Any, schedule: str, virtual_stages: int) -> dict[str, Any]:
             "bubble_formula": sc.BUBBLE_FORMULAS[schedule],
             "bubble_ratio": float(ratio), "bubble_fraction": float(ratio / (1 + ratio)),
             "weight_copies": sc.WEIGHT_COPIES[schedule],
-            "in_flight": [int(f) if f.denominator == 1 else float(f) for f in flights],
+            "in_flight": [f if isinstance(f, int) else float(f) for f in flights],
             "pp_messages_factor": v}
 
 

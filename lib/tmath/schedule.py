@@ -122,17 +122,19 @@ class Schedule:
         """From the first forward to the last operation."""
         return max(op.end for op in self.ops)
 
-    def busy_time(self, stage: int | None = None) -> Fraction:
-        """Time ``stage`` computes (an overlapped pair counted once).  Without ``stage``:
-        n_mb · (t_forward + t_backward), every stage's work when nothing overlaps."""
-        if stage is None:
-            return self.micro_batches * (self.t_forward + self.t_backward)
+    @property
+    def busy_time(self) -> Fraction:
+        """Time one stage computes when nothing overlaps: n_mb · (t_forward + t_backward)."""
+        return self.micro_batches * (self.t_forward + self.t_backward)
+
+    def busy(self, stage: int) -> Fraction:
+        """Time ``stage`` computes (a DualPipe overlapped pair counted once)."""
         spans = sorted({(op.start, op.end) for op in self.stage_ops(stage)})
         return sum((e - s for s, e in spans), Fraction(0))
 
     def idle_time(self, stage: int) -> Fraction:
         """How long ``stage`` waits during a step: the bubble."""
-        return self.step_time - self.busy_time(stage)
+        return self.step_time - self.busy(stage)
 
     @property
     def bubble_time(self) -> Fraction:
@@ -143,19 +145,20 @@ class Schedule:
     def bubble_ratio(self) -> Fraction:
         """:attr:`bubble_time` over the ideal compute time n_mb·(t_forward + t_backward)
         (Narayanan et al.'s t_pb/t_id; 1F1B: (p−1)/n_mb, interleaved (p−1)/(V·n_mb))."""
-        return self.bubble_time / self.busy_time()
+        return self.bubble_time / self.busy_time
 
     @property
     def bubble_fraction(self) -> Fraction:
         """The idle share of a step, averaged over the stages."""
-        busy = sum((self.busy_time(s) for s in range(self.pp)), Fraction(0))
+        busy = sum((self.busy(s) for s in range(self.pp)), Fraction(0))
         return 1 - busy / (self.pp * self.step_time)
 
-    def in_flight(self, stage: int) -> Fraction:
+    def in_flight(self, stage: int) -> int | Fraction:
         """The most activations ``stage`` holds at once, in micro-batches of a whole stage
         (L/pp layers): a forward adds its chunk at its start, the end of the last backward
         operation of that micro-batch and chunk (its W, if split) frees it.  Interleaved
-        chunks count 1/V each; DualPipe's each count one (a chunk is a whole stage)."""
+        chunks count 1/V each; DualPipe's each count one (a chunk is a whole stage).  An int
+        when whole, else a Fraction."""
         s = _stage(stage, self.pp)
         last: dict[tuple[int, int], Fraction] = {}
         events = []
@@ -171,8 +174,7 @@ class Schedule:
         for _, d in sorted(events):  # frees before adds at equal times
             held += d
             peak = max(peak, held)
-        per = Fraction(1, self.virtual_stages)
-        return peak * per
+        return _whole(Fraction(peak, self.virtual_stages))
 
     def weight_copies(self) -> int:
         """How many copies of its stage's parameters each GPU keeps (DualPipe: 2)."""
@@ -182,6 +184,10 @@ class Schedule:
         """The operations of ``stage`` in the order it runs them."""
         s = _stage(stage, self.pp)
         return sorted((op for op in self.ops if op.stage == s), key=lambda op: (op.start, op.kind))
+
+
+def _whole(x: Fraction) -> int | Fraction:
+    return int(x) if x.denominator == 1 else x
 
 
 def _stage(stage: int, pp: int) -> int:
@@ -546,7 +552,7 @@ def bubble_ratio(schedule: str, pp: int, micro_batches: int, virtual_stages: int
 
 
 def in_flight(schedule: str, pp: int, micro_batches: int, stage: int,
-              virtual_stages: int = 1) -> Fraction:
+              virtual_stages: int = 1) -> int | Fraction:
     """Activations ``stage`` holds at its peak, in micro-batches of a whole stage (what
     :meth:`Schedule.in_flight` measures): GPipe n_mb; 1F1B min(pp − s, n_mb); interleaved
     min(2(pp − s − 1) + (V − 1)·pp + 1, V·n_mb)/V (Megatron's warm-up plus one), all
@@ -555,13 +561,13 @@ def in_flight(schedule: str, pp: int, micro_batches: int, stage: int,
     check_schedule(schedule, pp, micro_batches, virtual_stages)
     s, m, v = _stage(stage, pp), micro_batches, virtual_stages
     if schedule == "gpipe":
-        return Fraction(m)
+        return m
     if schedule == "1f1b":
-        return Fraction(min(pp - s, m))
+        return min(pp - s, m)
     if schedule == "interleaved":
         if m == pp:
-            return Fraction(m)
-        return Fraction(min(2 * (pp - s - 1) + (v - 1) * pp + 1, v * m), v)
+            return m
+        return _whole(Fraction(min(2 * (pp - s - 1) + (v - 1) * pp + 1, v * m), v))
     if schedule == "zb-h1":
-        return Fraction(min(pp, m))
-    return Fraction(pp + 1)
+        return min(pp, m)
+    return pp + 1
