@@ -216,10 +216,10 @@ def test_schedules_change_the_bubble_memory_and_weights(capsys):
 
 @pytest.mark.parametrize("extra, field", [
     (("--schedule", "interleaved"), "virtual_stages"),
-    (("--schedule", "interleaved", "--virtual-stages", "3"), "virtual_stages"),  # 20 layers/stage
+    (("--schedule", "interleaved", "--virtual-stages", "21"), "virtual_stages"),  # 20 layers/stage
     (("--schedule", "1f1b", "--virtual-stages", "2"), "virtual_stages"),
-    (("--schedule", "interleaved", "--virtual-stages", "2", "--global-batch", "48"),
-     "global_batch"),  # n_mb = 6, not a multiple of pp = 4
+    (("--schedule", "interleaved", "--virtual-stages", "2", "--global-batch", "24"),
+     "global_batch"),  # n_mb = 3 < pp = 4
     (("--schedule", "dualpipe", "--global-batch", "48"), "global_batch"),  # n_mb = 6 < 2·pp
     (("--schedule", "zb-h1", "--global-batch", "16"), "global_batch"),  # n_mb = 2 < pp
     (("--schedule", "interleaved", "--virtual-stages", "65"), "virtual_stages"),
@@ -230,6 +230,38 @@ def test_impossible_schedules_are_refused(capsys, extra, field):
     assert main(argv) == 2
     err = json.loads(capsys.readouterr().out)
     assert err["field"] == field and re.search(r"[\u4e00-\u9fff]", err["error"]), err
+
+
+@pytest.mark.parametrize("row", range(3))
+@pytest.mark.parametrize("v, chunks", [(2, ([4, 3], [4, 4])), (4, ([2, 2, 2, 1], [2, 2, 2, 2])),
+                                       (7, ([1] * 7, [2] + [1] * 6))])
+def test_llama3_405b_table4_plans_with_interleaved_uneven_chunks(row, v, chunks):
+    # Table 4's layout: 16 stages of 7, 8 × 14, 7 layers; V does not divide 7, and
+    # Megatron-Core's --pipeline-model-parallel-layout takes chunks of 4 and 3 layers
+    from tmath.plan import build_plan, llama3_405b_layout
+
+    plan = build_plan(tmath.preset("llama3.1-405b"), schedule="interleaved", virtual_stages=v,
+                      **llama3_405b_layout(row))
+    sc = plan["schedule"]
+    assert plan["settings"]["stage_layers"] == [7] + [8] * 14 + [7]
+    assert sc["chunk_layers"][0] == sc["chunk_layers"][-1] == chunks[0]
+    assert sc["chunk_layers"][1] == chunks[1]
+    assert sc["micro_batch_group"] == 16  # n_mb = 32 or 16: a multiple of pp = 16
+    m = plan["micro_batches"]
+    assert sc["bubble_ratio"] == pytest.approx(15 / v / m)
+    assert any("相差 1" in c for c in plan["conventions_zh"])
+
+
+def test_interleaved_takes_micro_batches_not_a_multiple_of_pp(capsys):
+    # n_mb = 6 on pp = 4: Megatron-Core runs groups of N = 6 (its default N = pp refuses it)
+    p = plan_json(capsys, "--preset", "llama3-70b", "--dp", "8", "--tp", "8", "--pp", "4",
+                  "--global-batch", "48", "--schedule", "interleaved", "--virtual-stages", "2",
+                  "--stage", "0")
+    assert p["micro_batches"] == 6 and p["schedule"]["micro_batch_group"] == 6
+    assert p["schedule"]["bubble_ratio"] == pytest.approx(3 / 2 / 6)
+    # stage 0's warm-up 2(pp − 1) + (V − 1)·N = 12 = V·n_mb: every chunk forward in flight
+    assert p["stage"]["in_flight_micro_batches"] == 6
+    assert any("N = 6" in c for c in p["conventions_zh"])
 
 
 def test_dualpipe_needs_an_even_pp(capsys):
