@@ -77,7 +77,7 @@ def test_text_is_chinese_and_states_the_conventions(capsys):
     assert main(["plan", *L405]) == 0
     out = capsys.readouterr().out
     assert out.startswith("部署：可行：最紧的是第 1 段")
-    for words in ("1F1B 气泡 48.4%", "第 1 段（共 16 段", "每卡显存", "流水线并行（PP）",
+    for words in ("1F1B 气泡占一步 48.4%", "第 1 段（共 16 段", "每卡显存", "流水线并行（PP）",
                   "环形算法", "只算 Transformer 层", "走 NVLink4", "MFU"):
         assert words in out, words
 

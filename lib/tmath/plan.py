@@ -64,8 +64,8 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "只算 Transformer 层：词嵌入和 LM head 的集合通信不计。",
     "描述的是流水线中间的一段（pp ≥ 3 时为第 1 段，否则第 0 段）；显存可行性检查每一段。",
     "激活与梯度用 bf16；权重、梯度、优化器状态每参数的字节数取自训练配方（混合精度 Adam：2 + 2 + 12）。",
-    "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；1F1B 调度，"
-    "气泡 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
+    "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；默认 1F1B 调度，"
+    "气泡占一步的 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
     "张量并行开序列并行时按 Megatron-LM 计：每层每个微批次 6 次 all-gather、4 次 reduce-scatter"
     "（反向为算权重梯度再 all-gather 一次块输入，因为激活只存了 1/tp 的输入），"
     "字节是不开序列并行时的 5/4；整层重计算再加重算的前向。",
@@ -837,7 +837,7 @@ def _note_schedule(plan: dict[str, Any]) -> None:
             uneven = sorted({"+".join(map(str, c)) for c in chunks if max(c) != min(c)})
             text += (f"有的段层数不能被 V 整除，各块层数相差 1（{'、'.join(uneven)}，多的在前，"
                      "Megatron-Core 的 --pipeline-model-parallel-layout 允许）；"
-                     "气泡仍按各块等长的 (p−1)(F+B)/V 计（近似：最长的块决定节拍，实际略大）。")
+                     "气泡仍按各块等长的 (p−1)(F+B)/V 计（近似：不等长的块没有模拟）。")
     if sc["name"] == "zb-h1":
         text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
     if sc["weight_copies"] == 2:
@@ -967,8 +967,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
         *([_custom_line(plan["hardware"])] if plan["hardware"]["custom"] else []),
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
-        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡 "
-        f"{plan['bubble_fraction']:.1%}",
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡占一步 "
+        f"{plan['bubble_fraction']:.1%}（占理想计算时间 {plan['schedule']['bubble_ratio']:.1%}）",
         "",
         f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
         f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",
