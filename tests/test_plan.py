@@ -206,6 +206,10 @@ def test_schedules_change_the_bubble_memory_and_weights(capsys):
     for i in range(pp):  # DualPipe: GPU i holds stages i and pp−1−i
         assert dual[i]["weights"] == one[i]["weights"] + one[pp - 1 - i]["weights"]
     assert p["dualpipe"]["schedule"]["weight_copies"] == 2
+    # DualPipe's rows are GPUs: the verdict names the GPU and its two stages
+    g = p["dualpipe"]["worst_stage"]
+    assert f"卡 {g}（第 {g} 段与第 {pp - 1 - g} 段）" in p["dualpipe"]["verdict_zh"]
+    assert "最紧的是第" in p["1f1b"]["verdict_zh"]
     assert p["gpipe"]["stage"]["in_flight_micro_batches"] == m
     assert p["zb-h1"]["stage"]["in_flight_micro_batches"] == pp
     assert p["dualpipe"]["stage"]["in_flight_micro_batches"] == pp + 1

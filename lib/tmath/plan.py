@@ -868,6 +868,9 @@ def _verdict(plan: dict[str, Any]) -> str:
     cap, work = plan["hbm_bytes_per_gpu"], plan["workspace_bytes_per_gpu"]
     need = w["total"] + work
     where = f"最紧的是第 {w['stage']} 段" if len(plan["memory_by_stage"]) > 1 else "每张卡"
+    if plan["schedule"]["weight_copies"] == 2:  # DualPipe: GPU i holds stages i and pp−1−i
+        i, pp = w["stage"], len(plan["memory_by_stage"])
+        where = f"最紧的是卡 {i}（第 {i} 段与第 {pp - 1 - i} 段）"
     if plan["feasible"]:
         return (f"可行：{where}需要 {_gb(need)}（含 {_gb(work)} 工作区），"
                 f"{plan['settings']['gpu']} 每卡 {_gb(cap)}，余 {_gb(cap - need)}")
