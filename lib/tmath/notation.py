@@ -270,7 +270,7 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              scope=_PIPELINE, assumptions=_POS),
     Notation("t_W", r"t_W", "反向里算权重梯度那部分的时间（报告的 $W$）", scope=_PIPELINE,
              assumptions=_POS),
-    Notation("t_FB", r"t_{F\&B}", "一对互相重叠的前向与反向的时间（报告的 $F\&B$）",
+    Notation("t_FB", r"t_{F\&B}", "一对互相重叠的前向与反向的时间（报告的 $F\\&B$）",
              scope=_PIPELINE, assumptions=_POS),
 )
 
