@@ -77,7 +77,7 @@ def test_text_is_chinese_and_states_the_conventions(capsys):
     assert main(["plan", *L405]) == 0
     out = capsys.readouterr().out
     assert out.startswith("部署：可行：最紧的是第 1 段")
-    for words in ("1F1B 气泡 48.4%", "第 1 段（共 16 段", "每卡显存", "流水线并行（PP）",
+    for words in ("1F1B 气泡占一步 48.4%", "第 1 段（共 16 段", "每卡显存", "流水线并行（PP）",
                   "环形算法", "只算 Transformer 层", "走 NVLink4", "MFU"):
         assert words in out, words
 
@@ -206,6 +206,10 @@ def test_schedules_change_the_bubble_memory_and_weights(capsys):
     for i in range(pp):  # DualPipe: GPU i holds stages i and pp−1−i
         assert dual[i]["weights"] == one[i]["weights"] + one[pp - 1 - i]["weights"]
     assert p["dualpipe"]["schedule"]["weight_copies"] == 2
+    # DualPipe's rows are GPUs: the verdict names the GPU and its two stages
+    g = p["dualpipe"]["worst_stage"]
+    assert f"卡 {g}（第 {g} 段与第 {pp - 1 - g} 段）" in p["dualpipe"]["verdict_zh"]
+    assert "最紧的是第" in p["1f1b"]["verdict_zh"]
     assert p["gpipe"]["stage"]["in_flight_micro_batches"] == m
     assert p["zb-h1"]["stage"]["in_flight_micro_batches"] == pp
     assert p["dualpipe"]["stage"]["in_flight_micro_batches"] == pp + 1
@@ -216,10 +220,10 @@ def test_schedules_change_the_bubble_memory_and_weights(capsys):
 
 @pytest.mark.parametrize("extra, field", [
     (("--schedule", "interleaved"), "virtual_stages"),
-    (("--schedule", "interleaved", "--virtual-stages", "3"), "virtual_stages"),  # 20 layers/stage
+    (("--schedule", "interleaved", "--virtual-stages", "21"), "virtual_stages"),  # 20 layers/stage
     (("--schedule", "1f1b", "--virtual-stages", "2"), "virtual_stages"),
-    (("--schedule", "interleaved", "--virtual-stages", "2", "--global-batch", "48"),
-     "global_batch"),  # n_mb = 6, not a multiple of pp = 4
+    (("--schedule", "interleaved", "--virtual-stages", "2", "--global-batch", "24"),
+     "global_batch"),  # n_mb = 3 < pp = 4
     (("--schedule", "dualpipe", "--global-batch", "48"), "global_batch"),  # n_mb = 6 < 2·pp
     (("--schedule", "zb-h1", "--global-batch", "16"), "global_batch"),  # n_mb = 2 < pp
     (("--schedule", "interleaved", "--virtual-stages", "65"), "virtual_stages"),
@@ -230,6 +234,38 @@ def test_impossible_schedules_are_refused(capsys, extra, field):
     assert main(argv) == 2
     err = json.loads(capsys.readouterr().out)
     assert err["field"] == field and re.search(r"[\u4e00-\u9fff]", err["error"]), err
+
+
+@pytest.mark.parametrize("row", range(3))
+@pytest.mark.parametrize("v, chunks", [(2, ([4, 3], [4, 4])), (4, ([2, 2, 2, 1], [2, 2, 2, 2])),
+                                       (7, ([1] * 7, [2] + [1] * 6))])
+def test_llama3_405b_table4_plans_with_interleaved_uneven_chunks(row, v, chunks):
+    # Table 4's layout: 16 stages of 7, 8 × 14, 7 layers; V does not divide 7, and
+    # Megatron-Core's --pipeline-model-parallel-layout takes chunks of 4 and 3 layers
+    from tmath.plan import build_plan, llama3_405b_layout
+
+    plan = build_plan(tmath.preset("llama3.1-405b"), schedule="interleaved", virtual_stages=v,
+                      **llama3_405b_layout(row))
+    sc = plan["schedule"]
+    assert plan["settings"]["stage_layers"] == [7] + [8] * 14 + [7]
+    assert sc["chunk_layers"][0] == sc["chunk_layers"][-1] == chunks[0]
+    assert sc["chunk_layers"][1] == chunks[1]
+    assert sc["micro_batch_group"] == 16  # n_mb = 32 or 16: a multiple of pp = 16
+    m = plan["micro_batches"]
+    assert sc["bubble_ratio"] == pytest.approx(15 / v / m)
+    assert any("相差 1" in c for c in plan["conventions_zh"])
+
+
+def test_interleaved_takes_micro_batches_not_a_multiple_of_pp(capsys):
+    # n_mb = 6 on pp = 4: Megatron-Core runs groups of N = 6 (its default N = pp refuses it)
+    p = plan_json(capsys, "--preset", "llama3-70b", "--dp", "8", "--tp", "8", "--pp", "4",
+                  "--global-batch", "48", "--schedule", "interleaved", "--virtual-stages", "2",
+                  "--stage", "0")
+    assert p["micro_batches"] == 6 and p["schedule"]["micro_batch_group"] == 6
+    assert p["schedule"]["bubble_ratio"] == pytest.approx(3 / 2 / 6)
+    # stage 0's warm-up 2(pp − 1) + (V − 1)·N = 12 = V·n_mb: every chunk forward in flight
+    assert p["stage"]["in_flight_micro_batches"] == 6
+    assert any("N = 6" in c for c in p["conventions_zh"])
 
 
 def test_dualpipe_needs_an_even_pp(capsys):

@@ -23,6 +23,7 @@ CASES = [(2, 1), (2, 5), (4, 3), (4, 8), (5, 7), (8, 8), (16, 16), (16, 4)]
 def test_bubble_is_the_closed_form_for_any_forward_backward_ratio(schedule, pp, m, tf, tb):
     s = simulate(pp, m, schedule, t_forward=tf, t_backward=tb)
     assert s.step_time == (m + pp - 1) * (tf + tb)
+    assert s.busy_time == m * (tf + tb) == s.busy(0)  # a number (the page prints it)
     assert s.bubble_fraction == Fraction(pp - 1, m + pp - 1)
     assert all(s.idle_time(i) == (pp - 1) * (tf + tb) for i in range(pp))
 
@@ -41,6 +42,7 @@ def test_layout_agrees_with_the_simulation(pp, m):
 def test_gpipe_holds_every_micro_batch(pp, m):
     s = simulate(pp, m, "gpipe")
     assert [s.in_flight(i) for i in range(pp)] == [m] * pp
+    assert all(type(s.in_flight(i)) is int for i in range(pp))  # 6, not Fraction(6, 1)
 
 
 def test_every_operation_runs_once_and_respects_its_neighbours():
@@ -70,7 +72,7 @@ def test_1f1b_order_fills_alternates_and_drains():
     (dict(pp=2, micro_batches=2, schedule="zb"), "schedule"),
     (dict(pp=2, micro_batches=2, t_forward=0), "t_forward"),
     (dict(pp=2, micro_batches=2.5), "micro_batches"),
-    (dict(pp=4, micro_batches=6, schedule="interleaved", virtual_stages=2), "micro_batches"),
+    (dict(pp=4, micro_batches=3, schedule="interleaved", virtual_stages=2), "micro_batches"),
     (dict(pp=4, micro_batches=8, schedule="interleaved"), "virtual_stages"),
     (dict(pp=4, micro_batches=8, virtual_stages=2), "virtual_stages"),
     (dict(pp=5, micro_batches=10, schedule="dualpipe"), "pp"),
@@ -192,6 +194,54 @@ def test_dualpipe_bubble_is_at_most_table_2s_when_b_minus_w_exceeds_f(pp, m, f, 
     assert s.bubble_time <= (Fraction(pp, 2) - 1) * (fb + b - 3 * w)
 
 
+@pytest.mark.parametrize("pp, m, f, b, w, want", [
+    # the input part B − W shorter than F: the simulation exceeds (p/2 − 1)(F&B + B − 3W)
+    (4, 8, 2, 2, 1, 4), (8, 20, 2, 2, 1, 12),
+    # B − W = F but W longer than F: larger too
+    (4, 8, 1, Fraction(5, 2), Fraction(3, 2), 2), (8, 20, 1, Fraction(5, 2), Fraction(3, 2), 6)])
+def test_dualpipe_bubble_exceeds_table_2s_when_b_minus_w_short_or_w_long(pp, m, f, b, w, want):
+    s = simulate(pp, m, "dualpipe", t_forward=f, t_backward=b, t_weight=w)
+    formula = (Fraction(pp, 2) - 1) * ((f + b) + b - 3 * w)
+    assert s.bubble_time == want > formula
+    with pytest.raises(ValueError, match="t_weight"):
+        sched.bubble_time("dualpipe", pp, m, t_forward=f, t_backward=b, t_weight=w)
+
+
+def test_dualpipe_bubble_time_is_exact_only_when_b_minus_w_is_f_and_w_at_most_f():
+    # B − W = F = W = 2: the formula (8/2 − 1)(6 + 4 − 6) = 12 is the simulation's
+    assert simulate(8, 20, "dualpipe", t_forward=2, t_backward=4, t_weight=2).bubble_time == 12
+    assert sched.bubble_time("dualpipe", 8, 20, t_forward=2, t_backward=4, t_weight=2) == 12
+    # B − W = 3 > F = 1: an upper bound (12 against 11)
+    assert sched.bubble_time("dualpipe", 8, 20, t_forward=1, t_backward=3, t_weight=1) == 12
+    assert simulate(8, 20, "dualpipe", t_forward=1, t_backward=3, t_weight=1).bubble_time == 11
+
+
+@pytest.mark.parametrize("pp, m, n", [(4, 8, 4), (4, 6, 6), (4, 9, 5), (4, 10, 5), (8, 20, 10),
+                                      (16, 24, 24), (4, 5, 5)])
+def test_interleave_group_is_megatron_cores_smallest_valid_n(pp, m, n):
+    # pp ≤ N ≤ n_mb, and n_mb mod N is 0 or at least pp (Megatron-Core's two checks)
+    assert sched.interleave_group(pp, m) == n
+    assert pp <= n <= m and (m % n == 0 or m % n >= pp)
+    assert all(not (m % k == 0 or m % k >= pp) for k in range(pp, n))
+
+
+@pytest.mark.parametrize("pp, m, v", [(4, 6, 2), (4, 9, 2), (4, 7, 3), (8, 12, 2), (8, 20, 4)])
+def test_interleaved_runs_micro_batches_not_a_multiple_of_pp(pp, m, v):
+    # Megatron-Core's relaxed rule: the bubble is still (p − 1)(F + B)/V, and the peak
+    # activations follow the warm-up 2(pp − s − 1) + (V − 1)·N with N > pp
+    s = simulate(pp, m, "interleaved", virtual_stages=v)
+    assert s.bubble_time == Fraction(pp - 1, v) * 3
+    n = sched.interleave_group(pp, m)
+    assert n > pp
+    for i in range(pp):
+        assert s.in_flight(i) == sched.in_flight("interleaved", pp, m, i, v) \
+            == Fraction(min(2 * (pp - i - 1) + (v - 1) * n + 1, v * m), v)
+    # Megatron-Core's table: micro-batches 0 … N−1 through chunk 0, then through chunk 1
+    order = [e for e in s.stage_ops(pp - 1) if e.kind == "F"]
+    assert [(o.micro_batch, o.chunk) for o in order[:2 * n]] == \
+        [(j, 0) for j in range(n)] + [(j, 1) for j in range(n)]
+
+
 @pytest.mark.parametrize("pp, m", DUAL)
 def test_dualpipe_holds_pp_plus_one_and_twice_the_weights(pp, m):
     s = simulate(pp, m, "dualpipe")
@@ -248,5 +298,5 @@ def test_1f1b_bubble_ratio_is_p_minus_1_over_m():
 def test_errors_are_chinese():
     with pytest.raises(ValueError, match="偶数"):
         simulate(5, 10, "dualpipe")
-    with pytest.raises(ValueError, match="整数倍"):
-        simulate(4, 6, "interleaved", virtual_stages=2)
+    with pytest.raises(ValueError, match="不少于 pp"):
+        simulate(4, 3, "interleaved", virtual_stages=2)

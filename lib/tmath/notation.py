@@ -59,6 +59,7 @@ _ENERGY = "第四部分：从 FLOPs 到千瓦时"
 _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
+_PIPELINE = "流水线、专家与上下文并行"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -71,6 +72,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _FLASH: ("flash/",),
     _ENERGY: ("energy/",),
     _MEMORY: ("ledger/memory",),
+    _PIPELINE: ("parallel/pipeline-expert-context",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -262,6 +264,14 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
              scope=_MEMORY, assumptions=_POS),
+    Notation("t_F", r"t_F", "流水线一段做一个微批次前向的时间（DeepSeek-V3 报告表 2 的 $F$）",
+             scope=_PIPELINE, assumptions=_POS),
+    Notation("t_B", r"t_B", "流水线一段做一个微批次整个反向的时间（输入梯度加权重梯度，报告的 $B$）",
+             scope=_PIPELINE, assumptions=_POS),
+    Notation("t_W", r"t_W", "反向里算权重梯度那部分的时间（报告的 $W$）", scope=_PIPELINE,
+             assumptions=_POS),
+    Notation("t_FB", r"t_{F\&B}", "一对互相重叠的前向与反向的时间（报告的 $F\\&B$）",
+             scope=_PIPELINE, assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (

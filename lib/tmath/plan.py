@@ -66,8 +66,8 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "只算 Transformer 层：词嵌入和 LM head 的集合通信不计。",
     "描述的是流水线中间的一段（pp ≥ 3 时为第 1 段，否则第 0 段）；显存可行性检查每一段。",
     "激活与梯度用 bf16；权重、梯度、优化器状态每参数的字节数取自训练配方（混合精度 Adam：2 + 2 + 12）。",
-    "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；1F1B 调度，"
-    "气泡 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
+    "流水线的消息在 TP 组内切开发送：每个微批次每个方向 b·T·D/(cp·tp) 个元素；默认 1F1B 调度，"
+    "气泡占一步的 (pp−1)/(n_mb+pp−1)，n_mb = G/(dp·b)。",
     "张量并行开序列并行时按 Megatron-LM 计：每层每个微批次 6 次 all-gather、4 次 reduce-scatter"
     "（反向为算权重梯度再 all-gather 一次块输入，因为激活只存了 1/tp 的输入），"
     "字节是不开序列并行时的 5/4；整层重计算再加重算的前向。",
@@ -803,11 +803,13 @@ def _schedule(lay: Any, schedule: str, virtual_stages: int) -> dict[str, Any]:
         raise LayoutError(f"--schedule {schedule} 是流水线的调度，pp=1 时没有流水线：取 pp ≥ 2"
                           "，或不给 --schedule", "schedule")
     if schedule == "interleaved":
-        bad = [n for n in lay.stage_layers if n % v]
+        # chunks of ⌈n/V⌉ and ⌊n/V⌋ layers (the larger first), as Megatron-Core's
+        # --pipeline-model-parallel-layout allows; the 2021 paper's even split is n % V == 0
+        bad = [n for n in lay.stage_layers if n < v]
         if bad:
-            raise LayoutError(f"交错 1F1B 把每段的层平分成 V={v} 块（Megatron-LM："
-                              f"每段层数须被每块层数整除）：各段层数 {list(lay.stage_layers)} "
-                              f"中有 {bad[0]} 不能被 {v} 整除", "virtual_stages")
+            raise LayoutError(f"交错 1F1B 把每段的层分成 V={v} 块，每块至少 1 层：各段层数 "
+                              f"{list(lay.stage_layers)} 中有 {bad[0]} 层的一段不够分；"
+                              f"取 --virtual-stages ≤ {min(lay.stage_layers)}", "virtual_stages")
     if schedule == "zb-h1" and m < pp:
         raise LayoutError(f"ZB-H1 的气泡公式 (p−1)(F+B−2W) 要求每条流水线的微批次数 n_mb ≥ pp："
                           f"n_mb = G/(dp·b) = {m}，pp = {pp}；加大 --global-batch", "global_batch")
@@ -824,8 +826,18 @@ def _schedule(lay: Any, schedule: str, virtual_stages: int) -> dict[str, Any]:
             "bubble_formula": sc.BUBBLE_FORMULAS[schedule],
             "bubble_ratio": float(ratio), "bubble_fraction": float(ratio / (1 + ratio)),
             "weight_copies": sc.WEIGHT_COPIES[schedule],
-            "in_flight": [int(f) if f.denominator == 1 else float(f) for f in flights],
+            "chunk_layers": [_chunk_layers(n, v) for n in lay.stage_layers]
+            if schedule == "interleaved" else None,
+            "micro_batch_group": sc.interleave_group(pp, m) if schedule == "interleaved" else None,
+            "in_flight": [f if isinstance(f, int) else float(f) for f in flights],
             "pp_messages_factor": v}
+
+
+def _chunk_layers(n: int, v: int) -> list[int]:
+    """A stage of ``n`` layers in ``v`` interleaved chunks: n mod v chunks of ⌈n/v⌉ layers
+    first, then ⌊n/v⌋ (7 in 2: [4, 3]; 7 in 4: [2, 2, 2, 1])."""
+    q, r = divmod(n, v)
+    return [q + 1] * r + [q] * (v - r)
 
 
 def _dualpipe_memory(rows: list[dict[str, int]]) -> list[dict[str, int]]:
@@ -872,6 +884,14 @@ def _note_schedule(plan: dict[str, Any]) -> None:
             "步时 = 计算 ×（1 + 气泡/理想计算时间）。激活按该调度的在途微批次数（整段为单位）计。")
     if sc["name"] == "interleaved":
         text += f"每张卡 V = {sc['virtual_stages']} 个模型块，流水线的点对点发送是 1F1B 的 V 倍。"
+        text += (f"微批次按每组 N = {sc['micro_batch_group']} 个轮流过各块（Megatron-Core 的 "
+                 "microbatch_group_size_per_vp_stage：n_mb 是 pp 的倍数时取 N = pp，否则取它接受的最小 N）。")
+        chunks = sc["chunk_layers"]
+        if any(max(c) != min(c) for c in chunks):
+            uneven = sorted({"+".join(map(str, c)) for c in chunks if max(c) != min(c)})
+            text += (f"有的段层数不能被 V 整除，各块层数相差 1（{'、'.join(uneven)}，多的在前，"
+                     "Megatron-Core 的 --pipeline-model-parallel-layout 允许）；"
+                     "气泡仍按各块等长的 (p−1)(F+B)/V 计（近似：不等长的块没有模拟）。")
     if sc["name"] == "zb-h1":
         text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
     if sc["weight_copies"] == 2:
@@ -902,6 +922,9 @@ def _verdict(plan: dict[str, Any]) -> str:
     cap, work = plan["hbm_bytes_per_gpu"], plan["workspace_bytes_per_gpu"]
     need = w["total"] + work
     where = f"最紧的是第 {w['stage']} 段" if len(plan["memory_by_stage"]) > 1 else "每张卡"
+    if plan["schedule"]["weight_copies"] == 2:  # DualPipe: GPU i holds stages i and pp−1−i
+        i, pp = w["stage"], len(plan["memory_by_stage"])
+        where = f"最紧的是卡 {i}（第 {i} 段与第 {pp - 1 - i} 段）"
     if plan["feasible"]:
         return (f"可行：{where}需要 {_gb(need)}（含 {_gb(work)} 工作区），"
                 f"{plan['settings']['gpu']} 每卡 {_gb(cap)}，余 {_gb(cap - need)}")
@@ -1003,8 +1026,8 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"ZeRO-{s['zero']}，重计算 {s['recompute']}，序列并行{'开' if s['sequence_parallel'] else '关'}",
         *([_custom_line(plan["hardware"])] if plan["hardware"]["custom"] else []),
         f"每步 {s['global_batch']:,} 条序列 × {s['seq_len']:,} token；微批次 {s['micro_batch']} 条，"
-        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡 "
-        f"{plan['bubble_fraction']:.1%}",
+        f"每条流水线 n_mb = {plan['micro_batches']} 个；{plan['schedule']['name_zh']} 气泡占一步 "
+        f"{plan['bubble_fraction']:.1%}（占理想计算时间 {plan['schedule']['bubble_ratio']:.1%}）",
         "",
         f"第 {st['index']} 段（共 {s['pp']} 段，层 {st['layers'][0]}–{st['layers'][1] - 1}，"
         f"稠密 {st['dense_layers']} 层、MoE {st['moe_layers']} 层）的一张卡持有：",

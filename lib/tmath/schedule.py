@@ -13,10 +13,13 @@ end; the bubble, the activations each GPU holds and the weights it keeps are rea
 * ``"interleaved"`` — Megatron-LM's interleaved 1F1B (Narayanan et al., 2021, §2.2.2):
   each GPU holds ``virtual_stages`` (V) model chunks of L/(V·pp) layers; chunk c of GPU s
   is virtual stage c·pp + s.  Megatron's order: forwards run in groups of pp micro-batches
-  per chunk; stage s warms up with ``2(pp − s − 1) + (V − 1)·pp`` chunk forwards (all of
-  them when n_mb = pp), then alternates one forward and one backward.  Megatron requires
-  n_mb to be a multiple of pp.  Each operation takes 1/V of a whole stage's time, so the
-  bubble shrinks V-fold: ``(pp − 1)(t_F + t_B)/V``.
+  per chunk (N = :func:`interleave_group` micro-batches, Megatron-Core's
+  ``microbatch_group_size_per_vp_stage``); stage s warms up with ``2(pp − s − 1) +
+  (V − 1)·N`` chunk forwards (all of them when n_mb = pp), then alternates one forward and
+  one backward.  The 2021 paper (and Megatron's default N = pp) requires n_mb to be a
+  multiple of pp; Megatron-Core accepts any n_mb ≥ pp with another N.  Each operation
+  takes 1/V of a whole stage's time (chunks of equal size), so the bubble shrinks
+  V-fold: ``(pp − 1)(t_F + t_B)/V``.
 * ``"zb-h1"`` — zero bubble ZB-H1 (Qi et al., ICLR 2024): the backward is split into B
   (the input gradient, which the previous stage waits for) and W (the weight gradient,
   which nobody waits for).  The order of F and B is 1F1B's; a W runs right after its B
@@ -58,7 +61,7 @@ from tmath._checks import int_arg
 
 __all__ = ["SCHEDULES", "BUBBLE_FORMULAS", "WEIGHT_COPIES", "NAMES_ZH", "Op", "Schedule",
            "stage_order", "bubble_time", "bubble_ratio", "in_flight",
-           "simulate", "check_schedule"]
+           "simulate", "check_schedule", "interleave_group"]
 
 #: Schedules :func:`simulate` knows.
 SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe")
@@ -66,7 +69,8 @@ SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe
 #: The published bubble (idle time per GPU per step) of each schedule, in the notation of
 #: the DeepSeek-V3 report's Table 2: F forward, B whole backward, W its weight part, F&B an
 #: overlapped pair, p the number of pipeline stages, V virtual stages.  The simulator's
-#: idle time equals these (tests).
+#: idle time equals these (tests); DualPipe's only when B − W = F and W ≤ F (see
+#: :func:`bubble_time`).
 BUBBLE_FORMULAS: dict[str, str] = {
     "gpipe": "(p−1)(F+B)",
     "1f1b": "(p−1)(F+B)",
@@ -122,17 +126,19 @@ class Schedule:
         """From the first forward to the last operation."""
         return max(op.end for op in self.ops)
 
-    def busy_time(self, stage: int | None = None) -> Fraction:
-        """Time ``stage`` computes (an overlapped pair counted once).  Without ``stage``:
-        n_mb · (t_forward + t_backward), every stage's work when nothing overlaps."""
-        if stage is None:
-            return self.micro_batches * (self.t_forward + self.t_backward)
+    @property
+    def busy_time(self) -> Fraction:
+        """Time one stage computes when nothing overlaps: n_mb · (t_forward + t_backward)."""
+        return self.micro_batches * (self.t_forward + self.t_backward)
+
+    def busy(self, stage: int) -> Fraction:
+        """Time ``stage`` computes (a DualPipe overlapped pair counted once)."""
         spans = sorted({(op.start, op.end) for op in self.stage_ops(stage)})
         return sum((e - s for s, e in spans), Fraction(0))
 
     def idle_time(self, stage: int) -> Fraction:
         """How long ``stage`` waits during a step: the bubble."""
-        return self.step_time - self.busy_time(stage)
+        return self.step_time - self.busy(stage)
 
     @property
     def bubble_time(self) -> Fraction:
@@ -143,19 +149,20 @@ class Schedule:
     def bubble_ratio(self) -> Fraction:
         """:attr:`bubble_time` over the ideal compute time n_mb·(t_forward + t_backward)
         (Narayanan et al.'s t_pb/t_id; 1F1B: (p−1)/n_mb, interleaved (p−1)/(V·n_mb))."""
-        return self.bubble_time / self.busy_time()
+        return self.bubble_time / self.busy_time
 
     @property
     def bubble_fraction(self) -> Fraction:
         """The idle share of a step, averaged over the stages."""
-        busy = sum((self.busy_time(s) for s in range(self.pp)), Fraction(0))
+        busy = sum((self.busy(s) for s in range(self.pp)), Fraction(0))
         return 1 - busy / (self.pp * self.step_time)
 
-    def in_flight(self, stage: int) -> Fraction:
+    def in_flight(self, stage: int) -> int | Fraction:
         """The most activations ``stage`` holds at once, in micro-batches of a whole stage
         (L/pp layers): a forward adds its chunk at its start, the end of the last backward
         operation of that micro-batch and chunk (its W, if split) frees it.  Interleaved
-        chunks count 1/V each; DualPipe's each count one (a chunk is a whole stage)."""
+        chunks count 1/V each; DualPipe's each count one (a chunk is a whole stage).  An int
+        when whole, else a Fraction."""
         s = _stage(stage, self.pp)
         last: dict[tuple[int, int], Fraction] = {}
         events = []
@@ -171,8 +178,7 @@ class Schedule:
         for _, d in sorted(events):  # frees before adds at equal times
             held += d
             peak = max(peak, held)
-        per = Fraction(1, self.virtual_stages)
-        return peak * per
+        return _whole(Fraction(peak, self.virtual_stages))
 
     def weight_copies(self) -> int:
         """How many copies of its stage's parameters each GPU keeps (DualPipe: 2)."""
@@ -182,6 +188,10 @@ class Schedule:
         """The operations of ``stage`` in the order it runs them."""
         s = _stage(stage, self.pp)
         return sorted((op for op in self.ops if op.stage == s), key=lambda op: (op.start, op.kind))
+
+
+def _whole(x: Fraction) -> int | Fraction:
+    return int(x) if x.denominator == 1 else x
 
 
 def _stage(stage: int, pp: int) -> int:
@@ -204,9 +214,10 @@ def check_schedule(schedule: str, pp: int, micro_batches: int, virtual_stages: i
     """Raise ``ValueError`` (Chinese, naming the field) when ``schedule`` cannot run with
     these counts, as the real implementations require:
 
-    * interleaved: n_mb a multiple of pp (Megatron-LM raises "number of microbatches is
-      not divisible by pipeline-parallel size when using interleaved schedule"), V ≥ 2 and
-      pp ≥ 2;
+    * interleaved: n_mb ≥ pp (Megatron-Core: "The number of contiguous micro-batches in a
+      virtual pipeline stage should range in [PP, M]"; the 2021 paper's rule, n_mb a
+      multiple of pp, is Megatron's default N = pp, see :func:`interleave_group`), V ≥ 2
+      and pp ≥ 2;
     * dualpipe: pp even, n_mb even and ≥ 2·pp (``deepseek-ai/DualPipe``,
       ``assert num_ranks % 2 == 0`` and ``num_chunks % 2 == 0 and num_chunks >= num_ranks * 2``);
     * ``virtual_stages`` > 1 only with interleaved.
@@ -219,9 +230,9 @@ def check_schedule(schedule: str, pp: int, micro_batches: int, virtual_stages: i
                              "V = 1 就是普通的 1F1B")
         if pp < 2:
             raise ValueError("pp：交错调度需要流水线至少 2 段")
-        if micro_batches % pp:
-            raise ValueError(f"micro_batches：交错 1F1B 要求微批次数是 pp 的整数倍"
-                             f"（Megatron-LM 的要求），收到 n_mb={micro_batches}、pp={pp}")
+        if micro_batches < pp:
+            raise ValueError(f"micro_batches：交错 1F1B 要求微批次数不少于 pp（Megatron-Core："
+                             f"每组微批次数 N 在 pp 与 n_mb 之间），收到 n_mb={micro_batches}、pp={pp}")
     elif virtual_stages != 1:
         raise ValueError(f"virtual_stages：只有交错调度（interleaved）有虚拟段，"
                          f"{schedule} 必须取 1")
@@ -233,17 +244,35 @@ def check_schedule(schedule: str, pp: int, micro_batches: int, virtual_stages: i
                              f"（DeepSeek 的实现如此断言），收到 {micro_batches}")
 
 
+def interleave_group(pp: int, micro_batches: int) -> int:
+    """Megatron-Core's ``microbatch_group_size_per_vp_stage`` N for interleaved 1F1B: how
+    many consecutive micro-batches run through one model chunk before the next chunk.
+    Megatron-Core requires pp ≤ N ≤ n_mb and n_mb mod N = 0 or ≥ pp; its default N = pp
+    (so n_mb must then be a multiple of pp, the 2021 paper's rule).  Here: pp when it
+    divides n_mb, else the smallest N that Megatron-Core accepts (n_mb itself always is)."""
+    m = micro_batches
+    if m % pp == 0:
+        return pp
+    return next(n for n in range(pp, m + 1) if m % n == 0 or m % n >= pp)
+
+
 def _interleaved_order(pp: int, m: int, v: int, s: int) -> list[tuple]:
+    # Megatron-Core's get_schedule_table: groups of N micro-batches, every chunk in turn;
+    # the last group takes the rest.  Backwards run the same table, chunks reversed.
+    n = interleave_group(pp, m)
+    table: list[tuple[int, int]] = []
+    for lo in range(0, m, n):
+        hi = m if lo + n >= m else lo + n
+        table += [(j, c) for c in range(v) for j in range(lo, hi)]
     total = m * v
-    group = pp * v
 
     def fwd(k: int) -> tuple:
-        return ("F", (k // group) * pp + k % pp, (k % group) // pp)
+        return ("F", table[k][0], table[k][1])
 
     def bwd(k: int) -> tuple:
-        return ("B", (k // group) * pp + k % pp, v - 1 - (k % group) // pp)
+        return ("B", table[k][0], v - 1 - table[k][1])
 
-    warmup = total if m == pp else min(2 * (pp - s - 1) + (v - 1) * pp, total)
+    warmup = total if m == pp else min(2 * (pp - s - 1) + (v - 1) * n, total)
     order = [fwd(k) for k in range(warmup)]
     for i in range(total - warmup):
         order += [fwd(warmup + i), bwd(i)]
@@ -512,9 +541,13 @@ def bubble_time(schedule: str, pp: int, micro_batches: int, virtual_stages: int 
 
     ZB-H1's form needs n_mb ≥ pp and W no longer than the forward or the input-gradient
     part (t_weight ≤ t_forward, t_weight ≤ t_backward − t_weight: a deferred W must fit
-    the gaps it fills; the simulation is larger otherwise); DualPipe's is exact when the input-gradient part
-    takes as long as the forward (t_backward − t_weight = t_forward), the report's chunks,
-    and an upper bound of the simulation otherwise.  Raises ``ValueError`` outside those.
+    the gaps it fills; the simulation is larger otherwise).  DualPipe's needs W no longer
+    than the forward (t_weight ≤ t_forward) and the input-gradient part no shorter than
+    it (t_backward − t_weight ≥ t_forward): it is exact when that part takes as long as
+    the forward (the report's chunks) and an upper bound of the simulation when longer;
+    when the input part is shorter than F, or W longer than F, the simulation is LARGER
+    (pp = 4, n_mb = 8, F = 2, B = 2, W = 1: 4 against the formula's 3).  Raises
+    ``ValueError`` outside those.
     """
     check_schedule(schedule, pp, micro_batches, virtual_stages)
     f, b = _time("t_forward", t_forward), _time("t_backward", t_backward)
@@ -532,6 +565,9 @@ def bubble_time(schedule: str, pp: int, micro_batches: int, virtual_stages: int 
             raise ValueError("t_weight：ZB-H1 的气泡公式要求 W 不长于前向，也不长于反向里算输入梯度的"
                              "部分（W ≤ F，2W ≤ B）")
         return (pp - 1) * (f + b - 2 * w)
+    if w > f or b - w < f:
+        raise ValueError("t_weight：DualPipe 的气泡公式 (p/2−1)(F&B+B−3W) 要求 W 不长于前向、"
+                         "反向里算输入梯度的部分不短于前向（W ≤ F，B − W ≥ F）；否则实际气泡比公式大")
     return (Fraction(pp, 2) - 1) * (fb + b - 3 * w)
 
 
@@ -546,22 +582,24 @@ def bubble_ratio(schedule: str, pp: int, micro_batches: int, virtual_stages: int
 
 
 def in_flight(schedule: str, pp: int, micro_batches: int, stage: int,
-              virtual_stages: int = 1) -> Fraction:
+              virtual_stages: int = 1) -> int | Fraction:
     """Activations ``stage`` holds at its peak, in micro-batches of a whole stage (what
     :meth:`Schedule.in_flight` measures): GPipe n_mb; 1F1B min(pp − s, n_mb); interleaved
-    min(2(pp − s − 1) + (V − 1)·pp + 1, V·n_mb)/V (Megatron's warm-up plus one), all
+    min(2(pp − s − 1) + (V − 1)·N + 1, V·n_mb)/V (Megatron's warm-up plus one; N
+    :func:`interleave_group`, pp when it divides n_mb), all
     forwards when n_mb = pp; ZB-H1 min(pp, n_mb) on every stage (each W deferred as far
     as 1F1B's first stage's memory allows); DualPipe pp + 1 on every GPU (report, Table 2)."""
     check_schedule(schedule, pp, micro_batches, virtual_stages)
     s, m, v = _stage(stage, pp), micro_batches, virtual_stages
     if schedule == "gpipe":
-        return Fraction(m)
+        return m
     if schedule == "1f1b":
-        return Fraction(min(pp - s, m))
+        return min(pp - s, m)
     if schedule == "interleaved":
         if m == pp:
-            return Fraction(m)
-        return Fraction(min(2 * (pp - s - 1) + (v - 1) * pp + 1, v * m), v)
+            return m
+        n = interleave_group(pp, m)
+        return _whole(Fraction(min(2 * (pp - s - 1) + (v - 1) * n + 1, v * m), v))
     if schedule == "zb-h1":
-        return Fraction(min(pp, m))
-    return Fraction(pp + 1)
+        return min(pp, m)
+    return pp + 1

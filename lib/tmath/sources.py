@@ -169,6 +169,9 @@ CITATIONS: dict[str, str] = {
     # --- published runs (issue 36): recipes, DeepSeek-V3's techniques, the runs' figures ---
     "deepseek2024v3infra": "DeepSeek-AI（2024）《DeepSeek-V3 Technical Report》§3.2–3.3",
     "austin2025scalingbooktraining": "Austin 等（2025）《How to Scale Your Model》第 5 节",
+    "deepseek2025dualpipe": "DeepSeek-AI（2025）《DualPipe》源码与 README",
+    "qi2024zerobubble": "Qi 等（2024）《Zero Bubble (Almost) Pipeline Parallelism》",
+    "megatron-core-pipeline-schedules": "NVIDIA《Megatron-LM 源码：pipeline_parallel/schedules.py》",
 }
 
 
@@ -988,4 +991,35 @@ register(
     "in bfloat16 and optimizer state is in float32, this gives us 2 + 8 = 10 bytes per "
     "parameters.'); 'the largest model we can train with Adam and pure data parallelism has "
     "num_params = HBM per device / 10'.",
+)
+register(
+    "deepseek2025dualpipe",
+    "DeepSeek-AI, DualPipe: dualpipe/dualpipe.py and README (commit 3da1bbe, March 2025)",
+    "https://github.com/deepseek-ai/DualPipe",
+    "README: 'DualPipeV is a concise V-shape schedule derived from DualPipe using a "
+    "\"cut-in-half\" procedure'; its table 'Pipeline Bubbles and Memory Usage Comparison (based "
+    "on the same number of PP stages)': DualPipe bubble (PP/2-1)(F&B+B-3W), parameter per "
+    "device 2x, activation per device PP+1, #devices PP; DualPipeV the same bubble, 2x, PP+1, "
+    "#devices PP/2. dualpipe.py: 'assert num_ranks % 2 == 0', 'num_chunks % 2 == 0 and "
+    "num_chunks >= num_ranks * 2'.",
+)
+register(
+    "megatron-core-pipeline-schedules",
+    "NVIDIA Megatron-LM: megatron/core/pipeline_parallel/schedules.py and "
+    "model_parallel_config.py (microbatch_group_size_per_vp_stage), arguments.py "
+    "(--pipeline-model-parallel-layout), commit d98e8a6",
+    "https://github.com/NVIDIA/Megatron-LM/blob/main/megatron/core/pipeline_parallel/schedules.py",
+    "'The number of contiguous micro-batches in a virtual pipeline stage should range in "
+    "[PP, M]'; 'The remainder of M (the total micro-batches) divided by N (number of "
+    "contiguous micro-batches in a virtual pipeline stage) should be 0, or larger than or "
+    "equal to the pipeline-parallel size'; the config's default N is the pipeline-parallel "
+    "size. --pipeline-model-parallel-layout: 'A string that describes a custom pipeline model "
+    "parallel layout. e.g., \"E|(t|)*3,m|m||L\"'.",
+)
+register(
+    "qi2024zerobubble",
+    "Qi, Wan, Huang, Lin, Zero Bubble (Almost) Pipeline Parallelism (ICLR 2024)",
+    "https://arxiv.org/abs/2401.10241",
+    "Splits the backward into B (input gradient) and W (weight gradient); ZB-H1 keeps "
+    "1F1B's peak memory with bubble (p-1)(T_F+T_B-T_W).",
 )
