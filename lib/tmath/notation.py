@@ -59,6 +59,7 @@ _ENERGY = "第四部分：从 FLOPs 到千瓦时"
 _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
+_COLL = "集合通信"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -71,6 +72,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _FLASH: ("flash/",),
     _ENERGY: ("energy/",),
     _MEMORY: ("ledger/memory",),
+    _COLL: ("parallel/collectives",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -262,6 +264,12 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
              scope=_MEMORY, assumptions=_POS),
+    Notation("a_side", "a", "TPU 环面上一个组所占盒子的边长（一个轴上的芯片数；第 $i$ 轴的记作 $a_i$）",
+             scope=_COLL, assumptions=_SIZE, indexed=True),
+    Notation("n_axes", r"n_{\text{axes}}", "一个组在环面上同时用的轴数（JAX scaling book 的写法）",
+             scope=_COLL, assumptions=_SIZE),
+    Notation("s", "s", r"多轴 all-gather 的第几段（$1$ 到 $n_{\text{axes}}$）", scope=_COLL,
+             assumptions=_SIZE),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (
