@@ -281,3 +281,33 @@ def test_bad_torus_arguments_are_clear():
         comm.torus_link_load("all_gather", 1, (2, 2, 2, 2))
     with pytest.raises(ValueError, match="bandwidth"):
         comm.torus_time("all_gather", 1, (4, 4), bandwidth=0)
+
+
+def test_a_small_block_without_wraparound_is_threaded_by_one_ring():
+    # a 4 x 2 block of a v5e pod (tp = 8): no wraparound links, so the gather on both axes
+    # loads its busiest link more than one ring snaking through the block on its own links
+    sides, wraps = (4, 2), (False, False)
+    snake = [(0, 0), (1, 0), (2, 0), (3, 0), (3, 1), (2, 1), (1, 1), (0, 1)]
+    links = set()
+    for c in chips(sides):
+        for axis in range(2):
+            for step in (+1, -1):
+                if (h := hop(c, axis, step, sides, wraps)) is not None:
+                    links.add((c, h))
+    v = 8 * 8 * 2
+    ring = link_loads(gather_messages((8,), (True,), v))
+    on_block = {(snake[u[0]], snake[w[0]]): x for (u, w), x in ring.items()}
+    assert set(on_block) <= links  # the ring uses only the block's own links
+    ring_busiest = max(on_block.values())
+    box_busiest = busiest("all_gather", sides, wraps, v)
+    assert ring_busiest < box_busiest
+    assert comm.torus_has_ring(tuple(zip(sides, wraps, strict=True)))
+    assert comm.link_load("all_gather", v, 8, "ring") == ring_busiest
+    # and the plan takes the faster: tp = 8 on v5e
+    from tmath.plan import _ici_time
+
+    lk = hardware.link("ICI-v5e")
+    big = 10**6  # a 128 MB gather: bandwidth-bound (the ring's 7 hops cost more latency)
+    t = _ici_time("all_gather", v * big, 8, lk)
+    assert t == pytest.approx(7 * lk.alpha + float(ring_busiest * big) / lk.bandwidth,
+                              rel=1e-12)

@@ -60,6 +60,7 @@ _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
 _PIPELINE = "流水线、专家与上下文并行"
+_COLL = "集合通信"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -73,6 +74,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _ENERGY: ("energy/",),
     _MEMORY: ("ledger/memory",),
     _PIPELINE: ("parallel/pipeline-expert-context",),
+    _COLL: ("parallel/collectives",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -272,6 +274,12 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("t_FB", r"t_{F\&B}", "一对互相重叠的前向与反向的时间（报告的 $F\\&B$）",
              scope=_PIPELINE, assumptions=_POS),
+    Notation("a_side", "a", "TPU 环面上一个组所占盒子的边长（一个轴上的芯片数；第 $i$ 轴的记作 $a_i$）",
+             scope=_COLL, assumptions=_SIZE, indexed=True),
+    Notation("n_axes", r"n_{\text{axes}}", "一个组在环面上同时用的轴数（JAX scaling book 的写法）",
+             scope=_COLL, assumptions=_SIZE),
+    Notation("s", "s", r"多轴 all-gather 的第几段（$1$ 到 $n_{\text{axes}}$）", scope=_COLL,
+             assumptions=_SIZE),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (

@@ -496,15 +496,20 @@ def _ici_box(n: int, lk: Any) -> tuple[tuple[int, bool], ...] | None:
 
 def _ici_time(kind: str, nbytes: Any, n: int, lk: Any) -> float:
     """Seconds of a collective over ``n`` chips of one TPU pod on ICI link ``lk``: on every axis
-    of the group's torus box at once (:func:`tmath.comm.torus_time`), or as one ring of n chips
-    when no box holds them (:func:`_ici_box`)."""
+    of the group's torus box at once (:func:`tmath.comm.torus_time`), or on one ring threaded
+    through the box when that is faster (:func:`tmath.comm.torus_has_ring`: a small block
+    without wraparound links), or as one ring of n chips when no box holds them
+    (:func:`_ici_box`)."""
     from tmath import comm
 
     box = _ici_box(n, lk)
+    ring = comm.collective_time(kind, nbytes, n, bandwidth=lk.bandwidth, alpha=lk.alpha,
+                                topology=lk.topology)
     if box is None:
-        return comm.collective_time(kind, nbytes, n, bandwidth=lk.bandwidth, alpha=lk.alpha,
-                                    topology=lk.topology)
-    return comm.torus_time(kind, nbytes, box, bandwidth=lk.bandwidth, alpha=lk.alpha)
+        return ring
+    t = comm.torus_time(kind, nbytes, box, bandwidth=lk.bandwidth, alpha=lk.alpha)
+    # a box without wraparound links may do better on one ring threaded through it
+    return min(t, ring) if comm.torus_has_ring(box) else t
 
 
 def _note_torus(plan: dict[str, Any], lk: Any) -> None:
@@ -529,7 +534,8 @@ def _note_torus(plan: dict[str, Any], lk: Any) -> None:
         "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
         "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
         "v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
-        f"否则按一条线计。本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
+        "否则按一条线计；没有回绕的小盒子若穿一个环更快（如 4×2），按那个环计。"
+        f"本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
 
 
 def build_plan(
