@@ -59,6 +59,7 @@ _ENERGY = "第四部分：从 FLOPs 到千瓦时"
 _FORWARD = "一个 token 的前向传播"
 _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
+_SERVE = "第六部分：推理与服务的账"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -71,6 +72,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _FLASH: ("flash/",),
     _ENERGY: ("energy/",),
     _MEMORY: ("ledger/memory",),
+    _SERVE: ("serving/",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -262,6 +264,16 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              assumptions=_POS),
     Notation("W_host", r"W_{\text{host}}", "GPU 与主机内存之间的链路（PCIe）单向带宽（字节/s）",
              scope=_MEMORY, assumptions=_POS),
+    # Part VI (book/serving/): serving
+    Notation("kappa", r"\kappa", "每个 token 的 KV cache 字节数（所有层、所有 KV 头；MLA 为压缩潜向量）",
+             scope=_SERVE, assumptions=_POS),
+    Notation("n_blk", r"n_{\text{blk}}", "分页 KV cache 一个块（block）存的 token 数", scope=_SERVE),
+    Notation("alpha_acc", r"\alpha_{\text{acc}}", "投机解码中草稿模型的一个 token 被目标模型接受的概率",
+             scope=_SERVE, assumptions=_POS),
+    Notation("gamma", r"\gamma", "投机解码中草稿模型每轮提出的 token 数", scope=_SERVE,
+             assumptions=_SIZE),
+    Notation("c_draft", r"c_{\text{draft}}", "草稿模型一步的时间与目标模型一步的时间之比", scope=_SERVE,
+             assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (
