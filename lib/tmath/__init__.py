@@ -68,12 +68,14 @@ _SUBMODULES = frozenset({
     "energy", "errata", "errors", "exercises", "flops", "fmt", "gpt", "hardware", "kvcache",
     "layout", "ledger", "memory", "moe", "nb", "notation", "params", "plan", "plots", "presets",
     "roofline", "serving", "sources", "sweep", "symbolic", "toy",
+    "serve",  # Part VI: serving (issue 37)
 })
 
 __all__ = sorted(set(_NAMES) | {"GPT3_TABLE_2_1", "preset", "presets"} | {
     "energy", "hardware", "memory", "serving", "sweep", "attention", "calculator",
     "crosscheck", "errata", "exercises", "gpt", "moe", "roofline", "symbolic", "actmeasure",
     "ledger", "fmt", "notation", "comm", "layout",
+    "serve",  # Part VI: serving (issue 37)
 })
 
 

@@ -1,4 +1,4 @@
-"""Command line: ``tmath ledger CONFIG | --preset NAME``, ``plan``, ``presets``, ``hardware``,
+"""Command line: ``tmath ledger CONFIG | --preset NAME``, ``plan``, ``serve``, ``presets``, ``hardware``,
 ``grade`` (``python -m tmath ...`` is the same; ``tmath`` is the console script that
 ``lib/pyproject.toml`` installs, which exits with :func:`main`'s status).
 
@@ -28,7 +28,7 @@ __all__ = ["main", "build_ledger"]  # build_ledger lives in tmath.ledger; re-exp
 
 #: Every subcommand, as the errors for an unknown or a missing one list them (a test checks
 #: this against the parser).
-COMMANDS = ("ledger", "plan", "presets", "hardware", "grade", "grade-merge")
+COMMANDS = ("ledger", "plan", "serve", "presets", "hardware", "grade", "grade-merge")
 
 
 class _UsageError(Exception):
@@ -187,6 +187,9 @@ def _parser() -> _Parser:
     from tmath.plan import add_plan_parser
 
     add_plan_parser(sub)  # `tmath plan` (tmath.plan)
+    from tmath.serve_cli import add_serve_parser
+
+    add_serve_parser(sub)  # `tmath serve` (tmath.serve_cli, tmath.serve; issue 37)
     sub.add_parser("presets", help="列出预设模型名")
     sub.add_parser("hardware", help="列出硬件表")
     from tmath.grade import add_grade_parser, add_merge_parser
@@ -237,6 +240,18 @@ def _ledger(args: argparse.Namespace) -> str:
     return json.dumps(led, indent=2) if args.json else render_text(led)
 
 
+def _serve(args: argparse.Namespace) -> str:
+    """``tmath serve`` (issue 37): the config as ``ledger`` loads it, then tmath.serve_cli."""
+    from tmath.errors import InputError
+    from tmath.serve_cli import run_serve
+
+    cfg = _load_cfg(args)
+    try:
+        return run_serve(args, cfg)
+    except InputError as e:
+        raise _UsageError(str(e), e.field) from None
+
+
 def _hardware_table() -> str:
     from tmath.hardware import HARDWARE
 
@@ -273,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out = "\n".join(tmath.presets())
             elif args.cmd == "hardware":
                 out = _hardware_table()
+            elif args.cmd == "serve":
+                out = _serve(args)
             else:
                 out = _ledger(args)
         except (ValueError, TypeError) as e:  # a library check without a field of its own

@@ -164,6 +164,8 @@ CITATIONS: dict[str, str] = {
     "deepspeed-activation-checkpointing": "DeepSpeed 文档《Activation Checkpointing》",
     "jax-checkpoint-docs": "JAX 文档《Gradient checkpointing with jax.checkpoint》",
     "shoeybi2019megatron": "Shoeybi 等（2019）《Megatron-LM》",
+    # Part VI, serving (issue 37; tmath.serve)
+    "deepseek2025inferencesystem": "DeepSeek-AI（2025）《DeepSeek-V3/R1 推理系统概览》",
 }
 
 
@@ -920,3 +922,28 @@ register("megatron-lm-tp-comm-overlap", "Megatron-LM source, megatron/training/a
 register("wang2023overlap", "Wang et al., Overlap Communication with Dependent Computation "
          "via Decomposition in Large Deep Learning Models (ASPLOS 2023)",
          "https://doi.org/10.1145/3567955.3567959")
+
+# --- Part VI, serving (issue 37; tmath.serve.DEEPSEEK_V3_SERVING) -----------------------------
+register(
+    "deepseek2025inferencesystem",
+    "DeepSeek-AI, Day 6: One More Thing, DeepSeek-V3/R1 Inference System Overview "
+    "(open-infra-index, 202502OpenSourceWeek/day_6_one_more_thing_deepseekV3R1_inference_"
+    "system_overview.md, 1 March 2025)",
+    "https://github.com/deepseek-ai/open-infra-index/blob/main/202502OpenSourceWeek/"
+    "day_6_one_more_thing_deepseekV3R1_inference_system_overview.md",
+    "'Prefilling Phase [Routed Expert EP32, MLA/Shared Expert DP32]: Each deployment unit spans "
+    "4 nodes with 32 redundant routed experts, where each GPU handles 9 routed experts and 1 "
+    "shared expert.' 'Decoding Phase [Routed Expert EP144, MLA/Shared Expert DP144]: Each "
+    "deployment unit spans 18 nodes with 32 redundant routed experts, where each GPU manages 2 "
+    "routed experts and 1 shared expert.' 'All DeepSeek-V3/R1 inference services are served on "
+    "H800 GPUs with precision consistent with training.' Over 24 hours (UTC+8 02/27/2025 12:00 "
+    "PM to 02/28/2025 12:00 PM): peak 278 nodes, average 226.75 nodes (8 H800 each); 'Assuming "
+    "the leasing cost of one H800 GPU is $2 per hour, the total daily cost amounts to "
+    "$87,072.' 'Total input tokens: 608B, of which 342B tokens (56.3%) hit the on-disk KV "
+    "cache.' 'Total output tokens: 168B. The average output speed was 20-22 tokens per second, "
+    "and the average kvcache length per output token was 4,989 tokens.' 'Each H800 node "
+    "delivers an average throughput of ~73.7k tokens/s input (including cache hits) during "
+    "prefilling or ~14.8k tokens/s output during decoding.' Theoretical revenue at R1 prices "
+    "($0.14/M input cache hit, $0.55/M cache miss, $2.19/M output): $562,027 a day, 'a cost "
+    "profit margin of 545%'.",
+)
