@@ -268,6 +268,7 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
     Notation("kappa", r"\kappa", "每个 token 的 KV cache 字节数（所有层、所有 KV 头；MLA 为压缩潜向量）",
              scope=_SERVE, assumptions=_POS),
     Notation("n_blk", r"n_{\text{blk}}", "分页 KV cache 一个块（block）存的 token 数", scope=_SERVE),
+    Notation("r", "r", r"序列长度除以块大小 $n_{\text{blk}}$ 的余数", scope=_SERVE, assumptions=_INT),
     Notation("alpha_acc", r"\alpha_{\text{acc}}", "投机解码中草稿模型的一个 token 被目标模型接受的概率",
              scope=_SERVE, assumptions=_POS),
     Notation("gamma", r"\gamma", "投机解码中草稿模型每轮提出的 token 数", scope=_SERVE,

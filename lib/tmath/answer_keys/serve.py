@@ -42,3 +42,42 @@ def _pd_3() -> float:
     from tmath.serving import expected_experts_touched
 
     return expected_experts_touched(256, 8, 64)
+
+
+# --- book/serving/memory-scheduling ------------------------------------------------------
+
+
+@answer("ex-ms-1", count=True, unit="字节")
+def _ms_1() -> int:
+    """Bytes per GPU left empty in the last block of a 1,000-token sequence, blocks of 32
+    (Llama 3 70B, TP 8, bf16 KV: one KV head per GPU)."""
+    import tmath
+    from tmath import serve
+
+    kappa = tmath.kv_cache_bytes_per_token(tmath.preset("llama3-70b")) / 8
+    return int(serve.paged_kv([1000], 32, kappa).waste)
+
+
+@answer("ex-ms-2", count=True, unit="条序列")
+def _ms_2() -> int:
+    """Sequences of 2,000 tokens that fit 8 x H200 at TP 8 (paged, blocks of 16, bf16)."""
+    import tmath
+    from tmath import serve
+
+    return serve.kv_capacity(tmath.preset("llama3-70b"), "H200", tp=8, max_len=2000,
+                             block_size=16).sequences
+
+
+@answer("ex-ms-3", rel_tol=0.01, unit="ms")
+def _ms_3() -> float:
+    """P90 TPOT of the chapter's trace at 30 requests/s, continuous batching, chunk 256."""
+    import tmath
+    from tmath import serve
+
+    cfg = tmath.preset("llama3-70b")
+    tr = serve.request_trace(300, seed=0, rate=30, prompt_median=512, prompt_sigma=1.0,
+                             output_median=128, output_sigma=1.0, max_prompt=4096,
+                             max_output=2048)
+    res = serve.simulate(tr, "continuous", chunk=256, max_batch=64,
+                         step_time=serve.roofline_step_time(cfg, "H100", tp=8))
+    return 1e3 * res.percentile("tpot", 0.9)
