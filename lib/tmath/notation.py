@@ -273,6 +273,8 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              scope=_SERVE, assumptions=_POS),
     Notation("gamma", r"\gamma", "投机解码中草稿模型每轮提出的 token 数", scope=_SERVE,
              assumptions=_SIZE),
+    Notation("n_acc", r"n_{\text{acc}}", r"投机解码一轮里被接受的草稿 token 数（$0\le n_{\text{acc}}\le\gamma$）",
+             scope=_SERVE, assumptions=_INT),
     Notation("c_draft", r"c_{\text{draft}}", "草稿模型一步的时间与目标模型一步的时间之比", scope=_SERVE,
              assumptions=_POS),
 )

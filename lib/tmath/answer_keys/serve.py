@@ -81,3 +81,32 @@ def _ms_3() -> float:
     res = serve.simulate(tr, "continuous", chunk=256, max_batch=64,
                          step_time=serve.roofline_step_time(cfg, "H100", tp=8))
     return 1e3 * res.percentile("tpot", 0.9)
+
+
+# --- book/serving/speculative-quant ------------------------------------------------------
+
+
+@answer("ex-sq-1", rel_tol=0.01, unit="个 token")
+def _sq_1() -> float:
+    """Expected tokens per target step, acceptance 0.7, 5 drafted tokens."""
+    from tmath import serve
+
+    return serve.speculative_tokens_per_step(0.7, 5)
+
+
+@answer("ex-sq-2", count=True, unit="个 token")
+def _sq_2() -> int:
+    """The draft length in 1..20 that maximizes Leviathan's speed-up at alpha 0.9, c 0.1."""
+    from tmath import serve
+
+    return max(range(1, 21), key=lambda k: serve.speculative_speedup(0.9, k, 0.1))
+
+
+@answer("ex-sq-3", count=True, unit="条序列")
+def _sq_3() -> int:
+    """4,096-token sequences on one H200, Llama 3 70B with int4 weights and fp8 KV."""
+    import tmath
+    from tmath import serve
+
+    return serve.kv_capacity(tmath.preset("llama3-70b"), "H200", tp=1, max_len=4096,
+                             weight_dtype="int4", kv_dtype="fp8").sequences
