@@ -18,11 +18,11 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_plan_robust import run_main  # noqa: E402  (tests/ is on sys.path: conftest)
 
 import tmath
 from tmath import serve
 from tmath.ledger import build_ledger
-from test_plan_robust import run_main  # noqa: E402  (tests/ is on sys.path: conftest)
 
 # --- one code path with the ledger ---------------------------------------------------------
 
@@ -38,13 +38,13 @@ LEDGER_CASES = [  # preset, gpu, tp, prompt, output, dtype
 ]
 
 
-@pytest.mark.parametrize("name,gpu,tp,P,O,dtype", LEDGER_CASES)
-def test_serve_at_batch_1_is_the_ledgers_decode_step(name, gpu, tp, P, O, dtype):
+@pytest.mark.parametrize("name,gpu,tp,P,n_out,dtype", LEDGER_CASES)
+def test_serve_at_batch_1_is_the_ledgers_decode_step(name, gpu, tp, P, n_out, dtype):
     cfg = tmath.preset(name)
-    r = serve.serve(cfg, gpu, tp=tp, prompt_len=P, output_len=O, batch=1, weight_dtype=dtype,
+    r = serve.serve(cfg, gpu, tp=tp, prompt_len=P, output_len=n_out, batch=1, weight_dtype=dtype,
                     kv_dtype=dtype)
     seq = r["ledger_seq_len"]
-    assert seq == P + max(O - 1, 1)  # the last decode step makes token P + O − 1 ... of the ledger's T
+    assert seq == P + max(n_out - 1, 1)  # the ledger's T: T − 1 cached tokens
     led = build_ledger(cfg, seq_len=seq, batch=1, dtype=dtype, tp=tp, gpu=gpu)["decode_step"]
     assert r["decode_last_ledger"] == led  # every field, exactly
     last = r["decode_last"]
@@ -60,14 +60,14 @@ def _ledger_rows(text: str) -> list[list[str]]:
     return [line.split() for line in block.splitlines()]
 
 
-@pytest.mark.parametrize("name,gpu,tp,P,O", [("llama3-70b", "H100", 8, 1000, 500),
+@pytest.mark.parametrize("name,gpu,tp,P,n_out", [("llama3-70b", "H100", 8, 1000, 500),
                                              ("deepseek-v2-lite", "H100", 1, 300, 40),
                                              ("qwen3-30b-a3b", "H200", 4, 64, 64)])
-def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, O):
+def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, n_out):
     code, out, err = run_main(["serve", "--preset", name, "--gpu", gpu, "--tp", str(tp),
-                               "--prompt-len", str(P), "--output-len", str(O)])
+                               "--prompt-len", str(P), "--output-len", str(n_out)])
     assert code == 0, err
-    seq = P + O - 1
+    seq = P + n_out - 1
     code, led, err = run_main(["ledger", "--preset", name, "--gpu", gpu, "--tp", str(tp),
                                "--seq-len", str(seq)])
     assert code == 0, err
@@ -91,14 +91,14 @@ def test_the_decode_step_is_serving_decode_step():
     assert big.bound == "算力" and big.compute_seconds > big.memory_seconds
 
 
-@pytest.mark.parametrize("name,tp,P,O,B", [("mistral-7b", 1, 4000, 200, 8),  # crosses its window
+@pytest.mark.parametrize("name,tp,P,n_out,B", [("mistral-7b", 1, 4000, 200, 8),  # crosses its window
                                            ("llama3-8b", 8, 10, 50, 300),  # crosses the ridge
                                            ("deepseek-v3", 8, 100, 30, 64),
                                            ("gpt2", 1, 5, 1, 1)])
-def test_the_tpot_sum_is_the_sum_of_the_steps(name, tp, P, O, B):
+def test_the_tpot_sum_is_the_sum_of_the_steps(name, tp, P, n_out, B):
     cfg = tmath.preset(name)
-    got = serve.tpot(cfg, "H100", tp=tp, batch=B, prompt_len=P, output_len=O)
-    ctxs = range(P, P + O - 1) if O > 1 else [P]
+    got = serve.tpot(cfg, "H100", tp=tp, batch=B, prompt_len=P, output_len=n_out)
+    ctxs = range(P, P + n_out - 1) if n_out > 1 else [P]
     want = sum(serve.decode_step(cfg, "H100", tp=tp, batch=B, context=c).seconds
                for c in ctxs) / len(ctxs)
     assert got == pytest.approx(want, rel=1e-12)
@@ -186,8 +186,8 @@ def test_speculative_sampling_keeps_the_target_distribution_and_its_alpha():
     it emits are distributed as p; a step gives (1 − α^(k+1))/(1 − α) tokens on average."""
     p = [0.5, 0.2, 0.2, 0.1]
     q = [0.25, 0.25, 0.25, 0.25]
-    alpha = sum(min(a, b) for a, b in zip(p, q))  # 0.25 + 0.2 + 0.2 + 0.1 = 0.75
-    resid = [max(0.0, a - b) for a, b in zip(p, q)]
+    alpha = sum(min(a, b) for a, b in zip(p, q, strict=True))  # 0.25 + 0.2 + 0.2 + 0.1 = 0.75
+    resid = [max(0.0, a - b) for a, b in zip(p, q, strict=True)]
     resid = [r / sum(resid) for r in resid]
     rng = random.Random(7)
     k, steps, counts, emitted = 3, 30_000, [0] * 4, 0
@@ -209,7 +209,7 @@ def test_speculative_sampling_keeps_the_target_distribution_and_its_alpha():
             counts[draw(p)] += 1  # all k accepted: the target's bonus token
             emitted += 1
     assert emitted / steps == pytest.approx(serve.speculative_tokens_per_step(alpha, k), abs=0.03)
-    for c, want in zip(counts, p):
+    for c, want in zip(counts, p, strict=True):
         assert c / emitted == pytest.approx(want, abs=0.01)
 
 
@@ -363,6 +363,7 @@ def test_disaggregation_sizes_the_pools_and_meets_a_tighter_slo():
     (["--draft", "llama3-8b", "--draft-len", "4", "--acceptance", "nan"], "--acceptance"),
     (["--gpu-hour-price", "-1"], "--gpu-hour-price"), (["--gpu-hour-price", "inf"], "--gpu-hour-price"),
     (["--gpu", "V100", "--tp", "8"], "--tp"), (["--prompt-len", "two"], "--prompt-len"),
+    (["--tp", "16"], "--tp"),  # beyond one 8-GPU node: TP's all-reduces would cross IB
 ])
 def test_bad_flags_are_named_in_chinese(argv, flag):
     code, out, err = run_main(["serve", "--preset", "llama3-70b", *argv])
@@ -384,3 +385,90 @@ def test_json_has_the_agreed_keys():
                 "tokens_per_target_step", "cost_per_million_output_tokens",
                 "cost_per_million_input_tokens"):
         assert isinstance(r[key], (int, float)) and r[key] > 0, key
+
+
+# --- DeepSeek-V3's published deployment and the EP model -----------------------------------
+
+
+def test_deepseeks_published_units_add_up():
+    d = serve.DEEPSEEK_V3_SERVING
+    from tmath.sources import SOURCES
+
+    for unit in d.values():
+        assert unit["source"] in SOURCES and unit["quote"]
+    v3 = tmath.preset("deepseek-v3")
+    assert d["report_prefill"]["gpus"] == 4 * 8 == d["report_prefill"]["moe_ep"]
+    assert d["report_decode"]["gpus"] == 40 * 8 == d["report_decode"]["moe_ep"]
+    # prefill: 8 original experts + 1 redundant a GPU; 32 × 9 = 256 routed + 32 redundant
+    assert 32 * d["report_prefill"]["routed_experts_per_gpu"] == v3.n_routed_experts + 32
+    # decode: one expert a GPU; 256 routed, and 64 GPUs for redundant and shared experts
+    assert d["report_decode"]["gpus"] - v3.n_routed_experts == 64
+    # the online decode unit: 18 nodes, 144 GPUs × 2 routed = 256 + 32 redundant
+    assert d["online_decode"]["gpus"] == 18 * 8 and 144 * 2 == v3.n_routed_experts + 32
+    s = d["online_statistics"]
+    assert s["mean_nodes"] * 8 * s["gpu_hour_price_usd"] * 24 == s["daily_cost_usd"]
+    hit = 100 * s["cache_hit_input_tokens_per_day"] / s["input_tokens_per_day"]  # 56.25
+    assert 56.25 <= hit < 56.35  # printed "56.3%": 56.25 rounded half up
+
+
+def test_the_ep_decode_step_by_hand():
+    v3 = tmath.preset("deepseek-v3")
+    r = serve.ep_decode_step(v3, "H800", ep=320, attention_tp=4, batch_per_gpu=32, context=0,
+                             routed_experts_per_gpu=1, shared_experts_per_gpu=0)
+    # 320 GPUs × 32 sequences = 10,240 tokens a step, 8 experts each over 256: 320 an expert
+    assert (r["tokens_per_step"], r["tokens_per_expert"]) == (10_240, 320)
+    # one expert: 3 matrices of 7168 × 2048 = 44,040,192 parameters; 58 MoE layers (61 − 3);
+    # fp8: 1 byte each.  Non-expert: 671,026,404,352 − 653,908,770,816 routed − 2,554,331,136
+    # shared − 926,679,040 embedding = 13,636,623,360, over TP 4.
+    assert r["weight_bytes_per_gpu"] == pytest.approx(13_636_623_360 / 4 + 44_040_192 * 58)
+    # all-to-all: 32 tokens × 8 experts × 7168 values × (1 + 2) bytes × 58 layers over 48 GB/s
+    assert r["all_to_all_bytes_per_gpu"] == 32 * 8 * 7168 * 3 * 58
+    assert r["all_to_all_seconds"] == pytest.approx(32 * 8 * 7168 * 3 * 58 / 48e9)
+    long = serve.ep_decode_step(v3, "H800", ep=144, batch_per_gpu=64, context=4989)
+    # MLA: 4,989 tokens × 61 layers × 576 values × 2 bytes for each of 64 sequences
+    assert long["kv_bytes_per_gpu"] == 64 * 4989 * 61 * 576 * 2
+    assert long["routed_experts_per_gpu"] == 2 and long["shared_experts_per_gpu"] == 1
+    assert long["output_tokens_per_s_per_node"] == pytest.approx(8 * 64 / long["step_seconds"])
+    assert long["fits"] and not serve.ep_decode_step(
+        v3, "H800", ep=144, batch_per_gpu=256, context=4989)["fits"]
+
+
+def test_the_longest_gap_between_tokens_by_hand():
+    # continuous (see test_continuous_batching_by_hand): R0's tokens at 2, 5, 6: gaps 3 and 1,
+    # the 3 s one while R1's prompt was prefilled; R1's at 5 and 6.
+    r = serve.simulate(TRACE, "continuous", max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 3.0, 1: 1.0})
+    # chunked: R0's tokens at 2, 4.1, 6.0: the stall is split (2.1 and 1.9); R1's at 6 and 7.
+    r = serve.simulate(TRACE, "continuous", chunk=12, max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 2.1, 1: 1.0})
+    # static: R0's at 2, 3, 4; R1's at 7, 8.
+    r = serve.simulate(TRACE, "static", max_batch=2, step_time=step_time)
+    assert r.max_itl == pytest.approx({0: 1.0, 1: 1.0})
+
+
+def test_chunked_prefill_trades_ttft_for_smoother_decoding():
+    trace = serve.request_trace(120, seed=11, rate=8, prompt_median=3000, prompt_sigma=0.8,
+                                output_median=150, max_prompt=7000)
+    f = serve.roofline_step_time(tmath.preset("llama3-8b"), "H100")
+    whole = serve.simulate(trace, "continuous", max_batch=64, step_time=f)
+    chunked = serve.simulate(trace, "continuous", chunk=512, max_batch=64, step_time=f)
+    assert chunked.percentile("max_itl", 0.99) < whole.percentile("max_itl", 0.99)
+    # the price: a prompt in chunks reads the weights once a chunk; chunks of 128 tokens are
+    # below H100's ridge (~295 tokens), so a lone 4,096-token prompt waits longer for its first
+    # token: 32 weight-bound iterations instead of one compute-bound one
+    lone = [serve.Request(0, 0.0, 4096, 2)]
+    t_whole = serve.simulate(lone, "continuous", step_time=f).ttft[0]
+    t_chunk = serve.simulate(lone, "continuous", chunk=128, step_time=f).ttft[0]
+    w = tmath.count_params(tmath.preset("llama3-8b")).total * 2 / 3.35e12  # one weight read
+    assert t_chunk > t_whole and t_chunk >= 32 * w
+
+
+def test_the_batch_where_speculation_stops_paying():
+    cfg, draft = tmath.preset("llama3-70b"), tmath.preset("llama3-8b")
+    kw = dict(tp=8, context=1000, k=4, alpha=0.8)
+    b = serve.speculative_breakeven_batch(cfg, draft, "H100", **kw)
+    assert b is not None and b > 1
+    assert serve.speculative_at_batch(cfg, draft, "H100", batch=b, **kw)["speedup"] < 1
+    assert serve.speculative_at_batch(cfg, draft, "H100", batch=b - 1, **kw)["speedup"] >= 1
+    # a better draft (α = 0.95) keeps paying to a larger batch
+    assert serve.speculative_breakeven_batch(cfg, draft, "H100", **{**kw, "alpha": 0.95}) > b

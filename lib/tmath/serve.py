@@ -15,8 +15,8 @@ Public names (each documented below; units: bytes, seconds, FLOPs, tokens):
 * :func:`kv_capacity` -- sequences that fit a TP group, paged or contiguous
   (:class:`KVCapacity`).
 * :func:`speculative_tokens_per_step`, :func:`speculative_speedup`,
-  :func:`speculative_at_batch` -- speculative decoding (Leviathan et al. 2023; Chen et al.
-  2023), and where it stops paying at large batches.
+  :func:`speculative_at_batch`, :func:`speculative_breakeven_batch` -- speculative decoding
+  (Leviathan et al. 2023; Chen et al. 2023), and the batch where it stops paying.
 * :func:`request_trace`, :func:`simulate`, :func:`roofline_step_time` -- a small
   discrete-event simulation of static and continuous batching and chunked prefill
   (:class:`Request`, :class:`SimResult`).
@@ -24,6 +24,9 @@ Public names (each documented below; units: bytes, seconds, FLOPs, tokens):
   against one colocated pool.
 * :func:`cost_per_million` -- dollars per million input and output tokens from a
   GPU-hour price.
+* :func:`ep_decode_step` -- a MoE decode step with expert parallelism (DeepSeek-V3's layout);
+  :data:`DEEPSEEK_V3_SERVING` -- DeepSeek's published deployment units and throughput, with the
+  words they are read from and their ``tmath.sources`` keys.
 * :data:`WEIGHT_DTYPES`, :data:`KV_DTYPES`, :data:`LIMITS`.
 
 Importing this module loads neither SymPy nor NumPy (``tmath serve`` runs in Pyodide);
@@ -34,23 +37,27 @@ nothing here does.  Conventions shared by every function:
   weight-only quantization: read at their size, computed in bf16).  The roofline takes
   the slower of reads and compute, then adds tensor parallelism's all-reduces
   (:mod:`tmath.serving`).  These are model estimates of a perfect kernel, not measurements.
-* The decode step that produces a sequence's token number ``n`` (counting the prompt) reads
-  the KV cache of ``n - 1`` cached tokens (``context``), as ``tmath ledger`` counts it.
+* The decode step that takes in a sequence's token number ``n`` (counting the prompt; it
+  emits token ``n + 1``) reads the KV cache of the ``n - 1`` tokens before it (``context``),
+  as ``tmath ledger --seq-len n`` counts it.  The prefill of a ``P``-token prompt emits the
+  first output token; output token ``i + 1`` comes from the decode step at context ``P + i - 1``.
 * Accuracy of quantized weights or KV is not modelled; it is the cost named in the text.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 __all__ = [
     "WEIGHT_DTYPES", "KV_DTYPES", "LIMITS", "StepTime", "prefill_time", "decode_step", "tpot",
     "latency_throughput", "serve", "PagedKV", "paged_kv", "KVCapacity", "kv_capacity",
     "speculative_tokens_per_step", "speculative_speedup", "speculative_at_batch",
+    "speculative_breakeven_batch",
     "Request", "request_trace", "SimResult", "simulate", "roofline_step_time",
-    "disaggregated", "cost_per_million",
+    "disaggregated", "cost_per_million", "DEEPSEEK_V3_SERVING", "ep_decode_step",
 ]
 
 #: Weight formats ``serve`` accepts (bytes per value in :data:`tmath.serving.DTYPE_BYTES`).
@@ -278,7 +285,7 @@ def tpot(cfg: Any, gpu: Any = "H100", *, tp: int = 1, batch: int = 1, prompt_len
     cuts = sorted({c0, c1} | {w for w in cfg.layer_windows if w is not None and c0 < w < c1})
     steps = {c: decode_step(cfg, gpu, context=c, **kw) for c in cuts}
     total, n = 0.0, c1 - c0 + 1
-    for i, (a, b) in enumerate(zip(cuts, cuts[1:] or cuts)):
+    for i, (a, b) in enumerate(zip(cuts, cuts[1:] or cuts, strict=False)):
         sa, sb = steps[a], steps[b]
         lo = a if i == 0 else a + 1  # each piece owns its right end
         m0, m1 = sa.memory_seconds, sb.memory_seconds
@@ -509,6 +516,40 @@ def speculative_at_batch(cfg: Any, draft: Any, gpu: Any = "H100", *, tp: int = 1
             "plain_bound": plain.bound}
 
 
+def speculative_breakeven_batch(cfg: Any, draft: Any, gpu: Any = "H100", *, tp: int = 1,
+                                context: int, k: int, alpha: float, weight_dtype: str = "bf16",
+                                kv_dtype: str = "bf16", max_batch: int = 1 << 16) -> int | None:
+    """The smallest batch at which speculative decoding stops paying (speed-up below 1 in
+    :func:`speculative_at_batch`), searched by doubling then bisection over batches up to
+    ``max_batch``; None if it still pays there (or never paid: then 1 is returned).
+
+    Assumes the speed-up falls as the batch grows (decode turning compute-bound), which is
+    what the roofline gives; the test checks the neighbours of the answer.
+    """
+    def pays(b: int) -> bool:
+        return speculative_at_batch(cfg, draft, gpu, tp=tp, batch=b, context=context, k=k,
+                                    alpha=alpha, weight_dtype=weight_dtype,
+                                    kv_dtype=kv_dtype)["speedup"] >= 1
+
+    if not pays(1):
+        return 1
+    lo = 1  # pays
+    hi = 2
+    while hi <= max_batch and pays(hi):
+        lo, hi = hi, hi * 2
+    if hi > max_batch:
+        if pays(max_batch):
+            return None
+        hi = max_batch
+    while hi - lo > 1:  # lo pays, hi does not
+        mid = (lo + hi) // 2
+        if pays(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 # --- cost -------------------------------------------------------------------------------
 
 
@@ -545,8 +586,9 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     output tokens) and ``cost_per_million_input_tokens`` (prefill GPU-seconds over prompt
     tokens).
 
-    Settings outside :data:`LIMITS`, a ``tp`` that does not divide the heads, or
-    ``prompt_len + output_len`` beyond the model's context raise
+    Settings outside :data:`LIMITS`, a ``tp`` that does not divide the heads or is larger
+    than one node of ``gpu`` (:data:`tmath.hardware.NODES`; a GPU without node data serves
+    with ``tp=1`` only), or ``prompt_len + output_len`` beyond the model's context raise
     :class:`tmath.errors.InputError` naming the setting.  A deployment that does not fit is
     computed but flagged (``feasibility["feasible"]`` False).
     """
@@ -563,6 +605,17 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     kv_dtype = _dtype("kv_dtype", kv_dtype, KV_DTYPES)
     hw = _hw(gpu)
     layout = _check_tp(cfg, tp)
+    if tp > 1:
+        from tmath.hardware import node
+
+        try:
+            size = node(hw).size
+        except ValueError:
+            raise _err(f"{hw.name} 没有节点与链路数据，TP={tp} 的 all-reduce 无法计时：请用 TP=1，"
+                       "或换一种有节点数据的 GPU", "tp") from None
+        if tp > size:
+            raise _err(f"TP={tp} 超过了 {hw.name} 一个节点的 {size} 张卡：张量并行每层 2 次 all-reduce，"
+                       f"只在节点内的高速链路上划算；请用不超过 {size} 的 TP", "tp")
     total_len = prompt_len + output_len
     if total_len > cfg.max_position:
         raise _err(f"prompt_len + output_len = {total_len:,} 超过了 {cfg.name} 的 "
@@ -577,7 +630,10 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
         if draft.vocab_size != cfg.vocab_size:
             raise _err(f"草稿模型 {draft.name} 的词表（{draft.vocab_size:,}）与目标模型 {cfg.name} 的"
                        f"（{cfg.vocab_size:,}）不同：投机解码要两者共用一个分词器", "draft")
-        _check_tp(draft, tp)
+        try:
+            _check_tp(draft, tp)
+        except ValueError as e:
+            raise _err(f"草稿模型 {draft.name} 在同一 TP 组上运行，但 {e}", "draft") from None
         if total_len + draft_len > draft.max_position:
             raise _err(f"草稿模型 {draft.name} 只有 {draft.max_position:,} 个位置，"
                        f"不够 {total_len + draft_len:,}", "draft")
@@ -722,6 +778,9 @@ class SimResult:
     makespan: float
     output_tokens: int
     log: list[tuple[float, int, int, int]] = field(default_factory=list)  # (end, p, d, kv)
+    #: the longest wait between two consecutive output tokens of each request (absent when
+    #: output_len 1): what a reader sees as a stall when a prefill holds up the decode steps
+    max_itl: dict[int, float] = field(default_factory=dict)
 
     @property
     def mean_ttft(self) -> float:
@@ -737,7 +796,7 @@ class SimResult:
         return self.output_tokens / self.makespan if self.makespan else 0.0
 
     def percentile(self, what: str, q: float) -> float:
-        """The ``q``-quantile (0..1, nearest rank) of ``"ttft"`` or ``"tpot"``."""
+        """The ``q``-quantile (0..1, nearest rank) of ``"ttft"``, ``"tpot"`` or ``"max_itl"``."""
         v = sorted(getattr(self, what).values())
         if not v:
             return 0.0
@@ -791,8 +850,9 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
       one decode token per running sequence, then prompt tokens of the joined requests in
       arrival order, so a long prompt is spread over several iterations; its first token comes
       at the end of the iteration that finishes its prompt.
-    A request's TTFT = first token − arrival; its TPOT = (finish − first token)/(O − 1).
-    A request's KV (``kv``) counts its prompt tokens processed so far plus tokens generated.
+    A request's TTFT = first token − arrival; its TPOT = (finish − first token)/(O − 1); its
+    ``max_itl`` the longest gap between two of its consecutive tokens.  A request's KV
+    (``kv``) counts its prompt tokens processed so far plus tokens generated.
     """
     from tmath._checks import int_arg
 
@@ -809,7 +869,15 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
     reqs = sorted(trace, key=lambda r: (r.arrival, r.id))
     res = SimResult(policy, {}, {}, {}, 0, 0.0, sum(r.output_len for r in reqs))
     first: dict[int, float] = {}
+    last: dict[int, float] = {}  # when each request's latest token came
     t, i = 0.0, 0  # clock, next request not yet admitted
+
+    def token(r: Request) -> None:
+        if r.id in last:
+            res.max_itl[r.id] = max(res.max_itl.get(r.id, 0.0), t - last[r.id])
+        else:
+            first[r.id] = t
+        last[r.id] = t
 
     def step(p: int, d: int, kv: int) -> None:
         nonlocal t
@@ -833,7 +901,7 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
                 i += 1
             step(sum(r.prompt_len for r in batch), 0, 0)
             for r in batch:
-                first[r.id] = t
+                token(r)
             gen = 1
             for r in batch:
                 if r.output_len == 1:
@@ -843,6 +911,8 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
                 step(0, len(batch), kv)
                 gen += 1
                 for r in batch:
+                    if r.output_len >= gen:
+                        token(r)
                     if r.output_len == gen:
                         done(r)
         res.makespan = t
@@ -874,11 +944,12 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
         step(p, d, kv)
         for s in decoding:
             s[2] += 1
+            token(s[0])
         for s, n in took:
             s[1] += n
             if s[1] == s[0].prompt_len:
                 s[2] = 1
-                first[s[0].id] = t
+                token(s[0])
         for s in list(running):
             if s[2] >= 1 and s[2] == s[0].output_len:
                 done(s[0])
@@ -962,3 +1033,156 @@ def disaggregated(cfg: Any, gpu: Any = "H100", *, prompt_len: int, output_len: i
         res["colocated_batch_at_slo"] = largest(
             lambda b: tpot(cfg, gpu, tp=decode_tp, batch=b, **kw) + b * one.seconds / steps)
     return res
+
+
+# --- MoE serving with expert parallelism: DeepSeek-V3's published deployment ------------------
+
+#: DeepSeek-V3's published serving: the technical report's minimum deployment units (§3.4,
+#: source key ``deepseek2024v3report``) and the online system's units and statistics
+#: (DeepSeek's "Day 6" inference-system overview, ``deepseek2025inferencesystem``), each with
+#: the words it is read from.  Recomputed: 4 × 8 = 32 and 40 × 8 = 320 GPUs; 32 × 8 = 256
+#: routed experts + 32 redundant = 288 = 32 × 9; 256 + 64 = 320 (one expert a GPU);
+#: 18 × 8 = 144 and 144 × 2 = 288 = 256 + 32; 226.75 nodes × 8 GPUs × $2 × 24 h = $87,072;
+#: 342 / 608 = 56.25 % ("56.3%").
+DEEPSEEK_V3_SERVING: dict[str, dict[str, Any]] = {
+    "report_prefill": {
+        "nodes": 4, "gpus": 32, "attention_tp": 4, "attention_dp": 8, "moe_ep": 32,
+        "routed_experts_per_gpu": 9, "gpu": "H800", "source": "deepseek2024v3report",
+        "where": "§3.4.1 Prefilling",
+        "quote": "The minimum deployment unit of the prefilling stage consists of 4 nodes with 32 "
+                 "GPUs. The attention part employs 4-way Tensor Parallelism (TP4) with Sequence "
+                 "Parallelism (SP), combined with 8-way Data Parallelism (DP8). ... For the MoE "
+                 "part, we use 32-way Expert Parallelism (EP32) ... For each GPU, besides the "
+                 "original 8 experts it hosts, it will also host one additional redundant expert.",
+    },
+    "report_decode": {
+        "nodes": 40, "gpus": 320, "attention_tp": 4, "attention_dp": 80, "moe_ep": 320,
+        "routed_experts_per_gpu": 1, "gpu": "H800", "source": "deepseek2024v3report",
+        "where": "§3.4.2 Decoding",
+        "quote": "The minimum deployment unit of the decoding stage consists of 40 nodes with 320 "
+                 "GPUs. The attention part employs TP4 with SP, combined with DP80, while the MoE "
+                 "part uses EP320. For the MoE part, each GPU hosts only one expert, and 64 GPUs "
+                 "are responsible for hosting redundant experts and shared experts. ... the batch "
+                 "size per expert is relatively small (usually within 256 tokens), and the "
+                 "bottleneck is memory access rather than computation.",
+    },
+    "online_prefill": {
+        "nodes": 4, "gpus": 32, "moe_ep": 32, "attention_dp": 32, "routed_experts_per_gpu": 9,
+        "shared_experts_per_gpu": 1, "gpu": "H800", "source": "deepseek2025inferencesystem",
+        "where": "Large-scale Cross-node Expert Parallelism",
+        "quote": "Prefilling Phase [Routed Expert EP32, MLA/Shared Expert DP32]: Each deployment "
+                 "unit spans 4 nodes with 32 redundant routed experts, where each GPU handles 9 "
+                 "routed experts and 1 shared expert.",
+    },
+    "online_decode": {
+        "nodes": 18, "gpus": 144, "moe_ep": 144, "attention_dp": 144, "routed_experts_per_gpu": 2,
+        "shared_experts_per_gpu": 1, "gpu": "H800", "source": "deepseek2025inferencesystem",
+        "where": "Large-scale Cross-node Expert Parallelism",
+        "quote": "Decoding Phase [Routed Expert EP144, MLA/Shared Expert DP144]: Each deployment "
+                 "unit spans 18 nodes with 32 redundant routed experts, where each GPU manages 2 "
+                 "routed experts and 1 shared expert.",
+    },
+    "online_statistics": {
+        "gpus_per_node": 8, "prefill_input_tokens_per_s_per_node": 73.7e3,
+        "decode_output_tokens_per_s_per_node": 14.8e3, "output_tokens_per_s_per_user": (20, 22),
+        "mean_kv_len_per_output_token": 4989, "peak_nodes": 278, "mean_nodes": 226.75,
+        "gpu_hour_price_usd": 2.0, "daily_cost_usd": 87_072, "input_tokens_per_day": 608e9,
+        "cache_hit_input_tokens_per_day": 342e9, "output_tokens_per_day": 168e9,
+        "precision": "as in training (fp8 weights and matmuls, per the report)",
+        "source": "deepseek2025inferencesystem", "where": "Statistics of DeepSeek's Online Service",
+        "quote": "Each H800 node delivers an average throughput of ~73.7k tokens/s input "
+                 "(including cache hits) during prefilling or ~14.8k tokens/s output during "
+                 "decoding. ... The average output speed was 20–22 tokens per second, and the "
+                 "average kvcache length per output token was 4,989 tokens.",
+    },
+}
+
+
+def ep_decode_step(cfg: Any, gpu: Any = "H800", *, ep: int, attention_tp: int = 1,
+                   batch_per_gpu: int, context: int, routed_experts_per_gpu: int | None = None,
+                   shared_experts_per_gpu: int | None = None, weight_dtype: str = "fp8",
+                   kv_dtype: str = "bf16", dispatch_bytes: float = 1, combine_bytes: float = 2,
+                   link: Any = None, overlap: bool = True) -> dict[str, Any]:
+    """One decode step of a MoE model served with expert parallelism over ``ep`` GPUs, per GPU.
+
+    Layout (DeepSeek-V3's): the routed experts are spread over the ``ep`` GPUs,
+    ``routed_experts_per_gpu`` per MoE layer on each (default ⌈E/ep⌉; redundant copies fill
+    the rest); ``shared_experts_per_gpu`` shared experts each (default: all of them, copied on
+    every GPU as DeepSeek's online system does; the report's EP320 unit puts them on their own
+    GPUs: pass 0 there).  Attention, the dense layers and the LM head run data-parallel in
+    groups of ``attention_tp`` GPUs (TP inside a group), each GPU serving ``batch_per_gpu``
+    sequences, so a step routes ``ep · batch_per_gpu`` tokens.
+
+    Per GPU: reads its resident experts whole (each gets ``ep·batch_per_gpu·k/E`` tokens on
+    average: all read when that is ≥ 1) plus the non-expert weights over ``attention_tp``, plus
+    the KV cache of its attention group's ``attention_tp·batch_per_gpu`` sequences (MLA's
+    latent is read whole by every GPU of the group; GQA heads split); FLOPs: ``batch_per_gpu``
+    tokens' forward (balanced routing: the total work spread evenly).  All-to-all per MoE layer:
+    every token goes to its ``k`` experts (dispatch, ``dispatch_bytes`` a value: fp8) and comes
+    back (combine, bf16), ``batch_per_gpu·k·D`` values each way through the GPU's own network
+    port (``link``: the node's inter-node link, IB for an H800).  ``fits``: the resident
+    weights, that KV cache and the 5 GB workspace within the GPU's memory.  ``overlap`` (DeepSeek's two
+    micro-batches): the step is the slower of the roofline and the all-to-all; otherwise
+    their sum.  A model of a perfectly balanced system; routing skew, kernel efficiency and
+    MTP's extra tokens are the named differences from a measured deployment.
+    """
+    from tmath import count_params
+    from tmath._checks import int_arg
+    from tmath.flops import forward_flops
+    from tmath.hardware import link as get_link
+    from tmath.hardware import node
+    from tmath.kvcache import kv_cache_bytes_sequence
+    from tmath.layout import kv_share_per_gpu
+    from tmath.serving import WORKSPACE_BYTES_PER_GPU, _peak_flops, dtype_bytes
+
+    if not cfg.is_moe:
+        raise _err(f"{cfg.name} 不是 MoE 模型：专家并行无从谈起", "cfg")
+    hw = _hw(gpu)
+    ep = int_arg("ep", ep)
+    attention_tp = int_arg("attention_tp", attention_tp)
+    b = int_arg("batch_per_gpu", batch_per_gpu)
+    context = int_arg("context", context, 0)
+    _check_tp(cfg, attention_tp)
+    e, k = cfg.n_routed_experts, cfg.experts_per_token
+    per = -(-e // ep) if routed_experts_per_gpu is None else int_arg(
+        "routed_experts_per_gpu", routed_experts_per_gpu)
+    shared = cfg.n_shared_experts if shared_experts_per_gpu is None else int_arg(
+        "shared_experts_per_gpu", shared_experts_per_gpu, 0)
+    p = count_params(cfg)
+    moe_layers = cfg.num_layers - cfg.first_k_dense
+    one_expert = p.breakdown["routed_experts"] / (e * moe_layers)  # one expert of one layer
+    wb = dtype_bytes(weight_dtype)
+    non_expert = (p.total - p.breakdown["routed_experts"] - p.breakdown.get("shared_experts", 0)
+                  - p.breakdown["embedding"] - p.breakdown["positions"])
+    w_gpu = (non_expert / attention_tp + (per + shared) * one_expert * moe_layers) * wb
+    tokens = ep * b
+    per_expert_tokens = tokens * k / e
+    kv_gpu = (kv_cache_bytes_sequence(cfg, context, dtype=kv_dtype) * b * attention_tp
+              * float(kv_share_per_gpu(cfg, attention_tp))) if context else 0.0
+    f = forward_flops(cfg, context + 1, causal=True).total - (
+        forward_flops(cfg, context, causal=True).total if context else 0)
+    flops = b * f
+    peak = _peak_flops(hw, _compute_dtype(hw, weight_dtype))
+    mem_s, comp_s = (w_gpu + kv_gpu) / hw.hbm_bandwidth, flops / peak
+    lk = get_link(node(hw).inter if link is None else link)
+    a2a_bytes = b * k * cfg.hidden_size * (dispatch_bytes + combine_bytes) * moe_layers
+    a2a_s = a2a_bytes / lk.bandwidth
+    roof = max(mem_s, comp_s)
+    step = max(roof, a2a_s) if overlap else roof + a2a_s
+    work = WORKSPACE_BYTES_PER_GPU
+    need = w_gpu + kv_gpu + work
+    return {
+        "hbm_bytes_per_gpu": hw.hbm_bytes, "workspace_bytes_per_gpu": work,
+        "needed_bytes_per_gpu": need, "fits": bool(need <= hw.hbm_bytes),
+        "ep": ep, "attention_tp": attention_tp, "batch_per_gpu": b, "context": context,
+        "tokens_per_step": tokens, "tokens_per_expert": per_expert_tokens,
+        "routed_experts_per_gpu": per, "shared_experts_per_gpu": shared,
+        "weight_bytes_per_gpu": w_gpu, "kv_bytes_per_gpu": kv_gpu, "flops_per_gpu": flops,
+        "memory_seconds": mem_s, "compute_seconds": comp_s, "all_to_all_bytes_per_gpu": a2a_bytes,
+        "all_to_all_seconds": a2a_s, "link": lk.name, "overlap": overlap, "step_seconds": step,
+        "bound": ("全对全通信" if a2a_s > roof and overlap else
+                  "显存带宽" if mem_s >= comp_s else "算力"),
+        "tokens_per_s_per_user": 1 / step,
+        "output_tokens_per_s_per_gpu": b / step,
+        "output_tokens_per_s_per_node": b / step * node(hw).size,
+    }

@@ -106,7 +106,7 @@ def run_serve(args: argparse.Namespace, cfg: Any) -> str:
     """Compute ``tmath serve`` for the parsed ``args`` and the loaded ``cfg``; the text or JSON."""
     import tmath
     from tmath.errors import InputError, has_chinese, show
-    from tmath.hardware import hardware, node
+    from tmath.hardware import hardware
     from tmath.serve import serve
 
     _check_flags(args)
@@ -117,12 +117,6 @@ def run_serve(args: argparse.Namespace, cfg: Any) -> str:
             raise _bad(f"--draft {show(args.draft)} 未知：请用预设名 {'、'.join(tmath.presets())} 之一",
                        "--draft")
         draft = tmath.preset(args.draft)
-    if args.tp > 1:
-        try:
-            node(hw)
-        except ValueError:
-            raise _bad(f"{hw.name} 没有节点与链路数据，TP={args.tp} 的 all-reduce 无法计时：请用 "
-                       "--tp 1，或换一种有节点数据的 GPU（python -m tmath hardware）", "--tp") from None
     try:
         res = serve(cfg, hw, tp=args.tp, prompt_len=args.prompt_len, output_len=args.output_len,
                     batch=args.batch, weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype,
@@ -166,10 +160,12 @@ def render_text(r: dict[str, Any]) -> str:
     parts = (f"权重 {_gb(f['weight_bytes_per_gpu'])} + KV cache {_gb(f['kv_bytes_per_gpu'])}"
              f" + 工作区 {_gb(f['workspace_bytes_per_gpu'])}")
     if f["feasible"]:
+        spare = f["hbm_bytes_per_gpu"] - f["needed_bytes_per_gpu"]
         head = [f"部署：可行：每卡需要 {_gb(f['needed_bytes_per_gpu'])}（{parts}），{f['gpu']} 每卡 "
-                f"{_gb(f['hbm_bytes_per_gpu'])}，余 {_gb(f['hbm_bytes_per_gpu'] - f['needed_bytes_per_gpu'])}"]
+                f"{_gb(f['hbm_bytes_per_gpu'])}，余 {_gb(spare)}"]
     else:
-        why = "权重加 5 GB 工作区已放不下" if not f["weights_fit"] else f"这一批 {s['batch']:,} 条序列的 KV cache 放不下"
+        why = ("权重加 5 GB 工作区已放不下" if not f["weights_fit"]
+               else f"这一批 {s['batch']:,} 条序列的 KV cache 放不下")
         head = [f"部署：不可行（{why}）：每卡需要 {_gb(f['needed_bytes_per_gpu'])}（{parts}），超过 "
                 f"{f['gpu']} 的 {_gb(f['hbm_bytes_per_gpu'])}",
                 "下面的数字假设这一部署存在，只作对照。"]
@@ -190,7 +186,8 @@ def render_text(r: dict[str, Any]) -> str:
     rows.append((f"最后一个解码步（上下文 {last['context']:,}；同 ledger --seq-len "
                  f"{r['ledger_seq_len']:,}）", ""))
     if ds is not None:
-        rows += [(f"  {k}", v) for k, v in _decode_step_rows(ds, {"tp": s["tp"], "gpu": r["gpu"]})[1:]]
+        led_rows = _decode_step_rows(ds, {"tp": s["tp"], "gpu": r["gpu"]})[1:]
+        rows += [(f"  {k}", v) for k, v in led_rows]
     else:
         rows += [("  读 HBM", _ms(last["memory_seconds"])), ("  计算", _ms(last["compute_seconds"])),
                  ("  all-reduce", _ms(last["comm_seconds"])), ("  一步时间", _ms(last["seconds"]))]
@@ -199,7 +196,8 @@ def render_text(r: dict[str, Any]) -> str:
         ("  受限于", last["bound"]),
     ]
     if r.get("moe_experts_read_per_layer") is not None:
-        rows.append(("  每个 MoE 层读到的路由专家（均匀路由的期望）", f"{r['moe_experts_read_per_layer']:,.2f}"))
+        rows.append(("  每个 MoE 层读到的路由专家（均匀路由的期望）",
+                     f"{r['moe_experts_read_per_layer']:,.2f}"))
     sp = r.get("speculative")
     if sp is not None:
         rows += [
