@@ -110,3 +110,40 @@ def _sq_3() -> int:
 
     return serve.kv_capacity(tmath.preset("llama3-70b"), "H200", tp=1, max_len=4096,
                              weight_dtype="int4", kv_dtype="fp8").sequences
+
+
+# --- book/serving/disaggregation-cost ----------------------------------------------------
+
+
+@answer("ex-dc-1", rel_tol=0.01, unit="美元")
+def _dc_1() -> float:
+    """$ per million output tokens, Llama 3 70B on 8 x H100 (TP 8, bf16), prompt 2,048, output
+    256, batch 64, at $2 a GPU-hour."""
+    import tmath
+    from tmath import serve
+
+    return serve.serve(tmath.preset("llama3-70b"), "H100", tp=8, batch=64, prompt_len=2048,
+                       output_len=256, gpu_hour_price=2.0)["cost_per_million_output_tokens"]
+
+
+@answer("ex-dc-2", rel_tol=0.01, unit="ms")
+def _dc_2() -> float:
+    """Milliseconds to send an 8,192-token prompt's bf16 KV cache (Llama 3 70B) over 8 IB NDR
+    ports in parallel."""
+    import tmath
+    from tmath.hardware import link
+
+    kv = tmath.kv_cache_bytes_sequence(tmath.preset("llama3-70b"), 8192)
+    return 1e3 * kv / (8 * link("IB-NDR").bandwidth)
+
+
+@answer("ex-dc-3", rel_tol=0.01, unit="美元")
+def _dc_3() -> float:
+    """$ per million output tokens of DeepSeek-V3's online decode unit by the book's model
+    (EP 144, 64 sequences a GPU, context 4,989), $2 a GPU-hour, 8 GPUs a node."""
+    import tmath
+    from tmath import serve
+
+    s = serve.ep_decode_step(tmath.preset("deepseek-v3"), "H800", ep=144, batch_per_gpu=64,
+                             context=4989, routed_experts_per_gpu=2, shared_experts_per_gpu=1)
+    return serve.cost_per_million(2.0, 8, s["output_tokens_per_s_per_node"])
