@@ -166,6 +166,7 @@ def plot(result: dict, path: Path) -> None:
     ax.plot(b, [r["tokens_per_s_best"] for r in rows], "^", color="C1", mfc="none",
             label="实测（最快一步）")
     ax.set_xscale("log", base=2)
+    ax.set_xticks(b, [str(v) for v in b])
     ax.set_yscale("log")
     ax.set_xlabel("批大小（并发序列数）")
     ax.set_ylabel("解码吞吐（token/s，整批合计）")
