@@ -76,7 +76,7 @@ def test_the_printed_decode_step_is_the_ledgers(name, gpu, tp, P, n_out):
     mine = [line.split() for line in out.splitlines()]
     for row in rows:  # the same label and the same number, whatever the column widths
         assert row in mine, (row, out)
-    assert f"同 ledger --seq-len {seq:,}" in out
+    assert f"tmath ledger --seq-len {seq} --batch 1 --tp {tp} --dtype bf16 --gpu {gpu} 的" in out
 
 
 def test_the_decode_step_is_serving_decode_step():
@@ -346,7 +346,23 @@ def test_disaggregation_sizes_the_pools_and_meets_a_tighter_slo():
     assert d["prefill_instances_per_decode_instance"] == pytest.approx(
         d["decode_requests_per_s_per_instance"] * d["ttft_s"])
     assert d["colocated_tpot_s"] > d["tpot_s"]
-    assert d["decode_batch_at_slo"] > d["colocated_batch_at_slo"] >= 0
+    assert d["decode_batch_at_slo"] > d["colocated_batch_at_slo"] > 0
+    # goodput under the SLO: the decode pool runs the larger batch
+    assert d["output_tokens_per_s_per_gpu_at_slo"] > d["colocated_output_tokens_per_s_per_gpu_at_slo"]
+    # the neighbours of the SLO batches: b meets 30 ms, b + 1 does not
+    kw = dict(tp=8, prompt_len=2000, output_len=200)
+    b = d["decode_batch_at_slo"]
+    assert serve.tpot(cfg, "H100", batch=b, **kw) <= 0.03 < serve.tpot(cfg, "H100", batch=b + 1, **kw)
+    c = d["colocated_batch_at_slo"]
+
+    def co(n):
+        return serve.tpot(cfg, "H100", batch=n, **kw) + n * d["colocated_ttft_s"] / 199
+
+    assert co(c) <= 0.03 < co(c + 1)
+    # the prompt's KV: 2,000 tokens × 80 layers × 8 heads × 128 × 2 (K, V) × 2 bytes, over
+    # 8 network ports of 48 GB/s
+    assert d["kv_transfer_bytes"] == 655_360_000
+    assert d["kv_transfer_seconds"] == pytest.approx(655_360_000 / (8 * 48e9))
 
 
 # --- the command line ----------------------------------------------------------------------
@@ -409,6 +425,15 @@ def test_deepseeks_published_units_add_up():
     assert s["mean_nodes"] * 8 * s["gpu_hour_price_usd"] * 24 == s["daily_cost_usd"]
     hit = 100 * s["cache_hit_input_tokens_per_day"] / s["input_tokens_per_day"]  # 56.25
     assert 56.25 <= hit < 56.35  # printed "56.3%": 56.25 rounded half up
+    # revenue at R1's prices from the day's tokens (each count rounded to a billion: ±0.5B)
+    price = s["r1_price_usd_per_million"]
+    miss = s["input_tokens_per_day"] - s["cache_hit_input_tokens_per_day"]
+    revenue = (s["cache_hit_input_tokens_per_day"] * price["input_cache_hit"] + miss
+               * price["input_cache_miss"] + s["output_tokens_per_day"] * price["output"]) / 1e6
+    assert revenue == pytest.approx(562_100)
+    assert abs(revenue - s["theoretical_daily_revenue_usd"]) < 0.5e9 * (0.14 + 0.55 + 2.19) / 1e6
+    margin = 100 * (s["theoretical_daily_revenue_usd"] - s["daily_cost_usd"]) / s["daily_cost_usd"]
+    assert round(margin) == s["cost_profit_margin_percent"]  # 545.47
 
 
 def test_the_ep_decode_step_by_hand():
@@ -472,3 +497,41 @@ def test_the_batch_where_speculation_stops_paying():
     assert serve.speculative_at_batch(cfg, draft, "H100", batch=b - 1, **kw)["speedup"] >= 1
     # a better draft (α = 0.95) keeps paying to a larger batch
     assert serve.speculative_breakeven_batch(cfg, draft, "H100", **{**kw, "alpha": 0.95}) > b
+
+
+def test_feasibility_counts_the_batchs_blocks_and_windows():
+    m = tmath.preset("mistral-7b")  # 32 layers, 8 KV heads of 128, window 4,096
+    r = serve.serve(m, "H100", prompt_len=9000, output_len=1000, batch=3, block_size=16)
+    # each sequence keeps 4,096 positions a layer: 256 blocks of 16; 2·32·8·128·2 bytes a token
+    assert r["feasibility"]["kv_bytes_per_gpu"] == 3 * 4096 * 2 * 32 * 8 * 128 * 2
+    r = serve.serve(m, "H100", prompt_len=1000, output_len=10, batch=2, block_size=16)
+    assert r["feasibility"]["kv_bytes_per_gpu"] == 2 * 64 * 16 * 131072  # ⌈1010/16⌉ = 64 blocks
+
+
+def test_the_simulation_refuses_requests_it_could_not_finish():
+    for bad in ([serve.Request(0, 0.0, 0, 3)], [serve.Request(0, 0.0, 5, 0)],
+                [serve.Request(0, float("nan"), 5, 3)],
+                [serve.Request(0, 0.0, 5, 3), serve.Request(0, 1.0, 5, 3)]):
+        with pytest.raises(ValueError):
+            serve.simulate(bad, "continuous", step_time=step_time)
+    with pytest.raises(ValueError):
+        serve.simulate(TRACE, "continuous", chunk=2, max_batch=2, step_time=step_time)
+    for kw in ({"rate": 0}, {"prompt_median": -1}, {"output_sigma": float("inf")}):
+        with pytest.raises(ValueError):
+            serve.request_trace(5, 0, **kw)
+
+
+def test_the_latency_throughput_curve_bends_where_decode_turns_compute_bound():
+    cfg = tmath.preset("llama3-8b")
+    rows = serve.latency_throughput(cfg, "H100", tp=1, context=0, batches=[1, 64, 256, 1024, 4096])
+    tpots = [r["tpot_s"] for r in rows]
+    rates = [r["output_tokens_per_s"] for r in rows]
+    assert tpots == sorted(tpots) and rates == sorted(rates)
+    assert [r["bound"] for r in rows] == ["显存带宽"] * 3 + ["算力"] * 2
+    # weight-bound: 64 sequences cost almost what one does; compute-bound: 4× the batch, 4× time
+    assert tpots[1] < 1.1 * tpots[0]
+    assert tpots[4] == pytest.approx(4 * tpots[3], rel=0.01)
+    # at long context the KV reads take over: 256 sequences of 8,000 tokens read more KV than
+    # weights (256 · 8,000 · 128 KiB = 268 GB against 16 GB)
+    long = serve.decode_step(cfg, "H100", batch=256, context=8000)
+    assert long.kv_bytes > 10 * long.weight_bytes and long.bound == "显存带宽"

@@ -657,16 +657,16 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     cont = kv_capacity(cfg, hw, tp=tp, max_len=cfg.max_position, kv_dtype=kv_dtype,
                        weight_dtype=weight_dtype, mode="contiguous",
                        workspace_bytes=workspace_bytes)
-    pkv = paged_kv([total_len] * batch, block_size, cap.kv_bytes_per_token_per_gpu)
+    kv_batch = batch * cap.bytes_per_sequence_per_gpu  # whole blocks, windows honoured
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else workspace_bytes
-    need = cap.weight_bytes_per_gpu + pkv.bytes + work
+    need = cap.weight_bytes_per_gpu + kv_batch + work
     fits_weights = cap.kv_budget_bytes_per_gpu > 0
     feas = {
         "feasible": bool(need <= hw.hbm_bytes),
         "gpu": hw.name,
         "hbm_bytes_per_gpu": hw.hbm_bytes,
         "weight_bytes_per_gpu": cap.weight_bytes_per_gpu,
-        "kv_bytes_per_gpu": pkv.bytes,
+        "kv_bytes_per_gpu": kv_batch,
         "workspace_bytes_per_gpu": work,
         "needed_bytes_per_gpu": need,
         "weights_fit": bool(fits_weights),
@@ -756,6 +756,17 @@ def request_trace(n: int, seed: int, *, rate: float = 1.0, prompt_median: float 
     from tmath._checks import int_arg
 
     n = int_arg("n", n, 0)
+    for name, v in (("rate", rate), ("prompt_median", prompt_median),
+                    ("output_median", output_median)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive number, got {v!r}")
+    for name, v in (("prompt_sigma", prompt_sigma), ("output_sigma", output_sigma)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                math.isfinite(v) and 0 <= v <= 10):
+            raise ValueError(f"{name} must be a number in [0, 10], got {v!r}")
+    max_prompt = int_arg("max_prompt", max_prompt)
+    max_output = int_arg("max_output", max_output)
     rng = random.Random(seed)
     t, out = 0.0, []
     for i in range(n):
@@ -867,6 +878,13 @@ def simulate(trace: Sequence[Request], policy: str = "continuous", *, chunk: int
             raise ValueError(f"chunk ({chunk}) must exceed max_batch ({max_batch}): the decode "
                              "tokens of a full batch come first")
     reqs = sorted(trace, key=lambda r: (r.arrival, r.id))
+    for r in reqs:  # a request with nothing to do would never leave the batch
+        int_arg("prompt_len", r.prompt_len)
+        int_arg("output_len", r.output_len)
+        if not math.isfinite(r.arrival):
+            raise ValueError(f"request {r.id}: arrival must be a finite time, got {r.arrival!r}")
+    if len({r.id for r in reqs}) != len(reqs):
+        raise ValueError("every request of the trace needs its own id")
     res = SimResult(policy, {}, {}, {}, 0, 0.0, sum(r.output_len for r in reqs))
     first: dict[int, float] = {}
     last: dict[int, float] = {}  # when each request's latest token came
@@ -979,59 +997,90 @@ def disaggregated(cfg: Any, gpu: Any = "H100", *, prompt_len: int, output_len: i
     running decode batch for its TTFT (no chunking), so over one request's life of ``O − 1``
     decode steps the batch sees ``decode_batch`` prefills: the effective TPOT is
     ``TPOT + decode_batch · TTFT₁ / (O − 1)`` (TTFT₁: one prompt's prefill on those GPUs).
-    ``tpot_slo`` given: the largest decode batch for each layout that keeps its TPOT under it.
+    ``tpot_slo`` given: the largest decode batch for each layout that keeps its TPOT under it
+    (and fits the decode instance's paged KV), and the output tokens per second per GPU there
+    (the goodput, DistServe's measure): with the prefills taken out of the decode steps, the
+    decode pool can run a larger batch under the same SLO.  Without an SLO the two layouts
+    give the same tokens per GPU in this additive model; the difference is in the latency.
+    ``kv_transfer_seconds``: the prompt's KV over the decode instance's network ports (the
+    node's inter-node link), if it is not overlapped with the next steps.
     """
+    from tmath.hardware import link as get_link
+    from tmath.hardware import node
     from tmath.kvcache import kv_cache_bytes_sequence
 
     p_step = prefill_time(cfg, gpu, tp=prefill_tp, prompt_len=prompt_len, batch=prefill_batch,
                           weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     kw = dict(prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype,
               kv_dtype=kv_dtype)
-    t_dec = tpot(cfg, gpu, tp=decode_tp, batch=decode_batch, **kw)
     steps = max(output_len - 1, 1)
     prefill_rate = prefill_batch / p_step.seconds  # requests/s per prefill instance
-    decode_rate = decode_batch / (steps * t_dec)  # requests/s per decode instance
-    ratio = decode_rate / prefill_rate
-    gpus_per_unit = ratio * prefill_tp + decode_tp  # per decode instance, its prefill share
-    out_tok = decode_rate * output_len / gpus_per_unit
     one = prefill_time(cfg, gpu, tp=decode_tp, prompt_len=prompt_len, batch=1,
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    co_tpot = t_dec + decode_batch * one.seconds / steps
-    co_rate = decode_batch / (steps * co_tpot)
-    res = {
-        "ttft_s": p_step.seconds, "tpot_s": t_dec,
+
+    def disagg_tpot(b: int) -> float:
+        return tpot(cfg, gpu, tp=decode_tp, batch=b, **kw)
+
+    def coloc_tpot(b: int) -> float:  # every request's prefill stalls the batch once
+        return disagg_tpot(b) + b * one.seconds / steps
+
+    def per_gpu_disagg(b: int) -> tuple[float, float, float]:
+        rate = b / (steps * disagg_tpot(b))  # requests/s per decode instance
+        ratio = rate / prefill_rate  # prefill instances per decode instance
+        gpus = ratio * prefill_tp + decode_tp
+        return rate * output_len / gpus, rate, ratio
+
+    def per_gpu_coloc(b: int) -> float:
+        return b / (steps * coloc_tpot(b)) * output_len / decode_tp
+
+    out_tok, decode_rate, ratio = per_gpu_disagg(decode_batch)
+    kv_bytes = kv_cache_bytes_sequence(cfg, prompt_len, dtype=kv_dtype)
+    hw = _hw(gpu)
+    try:
+        inter = get_link(node(hw).inter)
+        kv_s: float | None = kv_bytes / (decode_tp * inter.bandwidth)
+    except ValueError:
+        kv_s = None
+    cap = kv_capacity(cfg, hw, tp=decode_tp, max_len=prompt_len + output_len,
+                      kv_dtype=kv_dtype, weight_dtype=weight_dtype).sequences
+    res: dict[str, Any] = {
+        "ttft_s": p_step.seconds, "tpot_s": disagg_tpot(decode_batch),
         "prefill_requests_per_s_per_instance": prefill_rate,
         "decode_requests_per_s_per_instance": decode_rate,
         "prefill_instances_per_decode_instance": ratio,
         "output_tokens_per_s_per_gpu": out_tok,
-        "input_tokens_per_s_per_gpu": decode_rate * prompt_len / gpus_per_unit,
-        "kv_transfer_bytes": kv_cache_bytes_sequence(cfg, prompt_len, dtype=kv_dtype),
-        "colocated_tpot_s": co_tpot,
+        "input_tokens_per_s_per_gpu": out_tok / output_len * prompt_len,
+        "kv_transfer_bytes": kv_bytes,
+        "kv_transfer_seconds": kv_s,  # over the decode GPUs' network ports, if not overlapped
+        "decode_kv_capacity_sequences": cap,
+        "colocated_tpot_s": coloc_tpot(decode_batch),
         "colocated_ttft_s": one.seconds,
-        "colocated_output_tokens_per_s_per_gpu": co_rate * output_len / decode_tp,
+        "colocated_output_tokens_per_s_per_gpu": per_gpu_coloc(decode_batch),
     }
     if tpot_slo is not None:
         def largest(fn: Callable[[int], float]) -> int:
-            lo, hi = 0, LIMITS["batch"][1]
-            if fn(1) > tpot_slo:
+            """The largest batch up to the KV capacity whose TPOT meets the SLO (0: none)."""
+            top = min(cap, int(LIMITS["batch"][1]))
+            if top < 1 or fn(1) > tpot_slo:
                 return 0
             lo = 1
-            hi_ok = 1
-            while hi_ok < hi and fn(hi_ok * 2) <= tpot_slo:
-                hi_ok *= 2
-            lo, top = hi_ok, min(hi_ok * 2, int(hi))
-            while lo < top:
-                mid = (lo + top + 1) // 2
+            while lo * 2 <= top and fn(lo * 2) <= tpot_slo:
+                lo *= 2
+            hi = min(lo * 2, top + 1)  # fails, or past the capacity
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
                 if fn(mid) <= tpot_slo:
                     lo = mid
                 else:
-                    top = mid - 1
+                    hi = mid
             return lo
 
-        res["decode_batch_at_slo"] = largest(
-            lambda b: tpot(cfg, gpu, tp=decode_tp, batch=b, **kw))
-        res["colocated_batch_at_slo"] = largest(
-            lambda b: tpot(cfg, gpu, tp=decode_tp, batch=b, **kw) + b * one.seconds / steps)
+        bd, bc = largest(disagg_tpot), largest(coloc_tpot)
+        res["tpot_slo_s"] = tpot_slo
+        res["decode_batch_at_slo"] = bd
+        res["colocated_batch_at_slo"] = bc
+        res["output_tokens_per_s_per_gpu_at_slo"] = per_gpu_disagg(bd)[0] if bd else 0.0
+        res["colocated_output_tokens_per_s_per_gpu_at_slo"] = per_gpu_coloc(bc) if bc else 0.0
     return res
 
 
@@ -1043,7 +1092,9 @@ def disaggregated(cfg: Any, gpu: Any = "H100", *, prompt_len: int, output_len: i
 #: the words it is read from.  Recomputed: 4 × 8 = 32 and 40 × 8 = 320 GPUs; 32 × 8 = 256
 #: routed experts + 32 redundant = 288 = 32 × 9; 256 + 64 = 320 (one expert a GPU);
 #: 18 × 8 = 144 and 144 × 2 = 288 = 256 + 32; 226.75 nodes × 8 GPUs × $2 × 24 h = $87,072;
-#: 342 / 608 = 56.25 % ("56.3%").
+#: 342 / 608 = 56.25 % ("56.3%"); at R1's prices 342B × $0.14 + 266B × $0.55 + 168B × $2.19 =
+#: $562,100 a day against the published $562,027 (the token counts are rounded to billions);
+#: (562,027 − 87,072) / 87,072 = 545.47 % ("545%").
 DEEPSEEK_V3_SERVING: dict[str, dict[str, Any]] = {
     "report_prefill": {
         "nodes": 4, "gpus": 32, "attention_tp": 4, "attention_dp": 8, "moe_ep": 32,
@@ -1088,6 +1139,9 @@ DEEPSEEK_V3_SERVING: dict[str, dict[str, Any]] = {
         "mean_kv_len_per_output_token": 4989, "peak_nodes": 278, "mean_nodes": 226.75,
         "gpu_hour_price_usd": 2.0, "daily_cost_usd": 87_072, "input_tokens_per_day": 608e9,
         "cache_hit_input_tokens_per_day": 342e9, "output_tokens_per_day": 168e9,
+        "r1_price_usd_per_million": {"input_cache_hit": 0.14, "input_cache_miss": 0.55,
+                                     "output": 2.19},
+        "theoretical_daily_revenue_usd": 562_027, "cost_profit_margin_percent": 545,
         "precision": "as in training (fp8 weights and matmuls, per the report)",
         "source": "deepseek2025inferencesystem", "where": "Statistics of DeepSeek's Online Service",
         "quote": "Each H800 node delivers an average throughput of ~73.7k tokens/s input "

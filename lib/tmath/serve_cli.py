@@ -183,14 +183,14 @@ def render_text(r: dict[str, Any]) -> str:
         ("TPOT（O−1 个解码步的平均）", _ms(r.get("tpot_plain_s", r["tpot_s"]))),
     ]
     ds = r.get("decode_last_ledger")
-    rows.append((f"最后一个解码步（上下文 {last['context']:,}；同 ledger --seq-len "
-                 f"{r['ledger_seq_len']:,}）", ""))
+    rows.append((f"最后一个解码步（缓存 {last['context']:,} 个 token）", ""))
     if ds is not None:
         led_rows = _decode_step_rows(ds, {"tp": s["tp"], "gpu": r["gpu"]})[1:]
         rows += [(f"  {k}", v) for k, v in led_rows]
     else:
+        comm = _ms(last["comm_seconds"]) if s["tp"] > 1 else "无（TP=1）"
         rows += [("  读 HBM", _ms(last["memory_seconds"])), ("  计算", _ms(last["compute_seconds"])),
-                 ("  all-reduce", _ms(last["comm_seconds"])), ("  一步时间", _ms(last["seconds"]))]
+                 ("  all-reduce", comm), ("  一步时间", _ms(last["seconds"]))]
     rows += [
         ("  每卡读取：权重 / KV", f"{_fmt_bytes(last['weight_bytes'])} / {_fmt_bytes(last['kv_bytes'])}"),
         ("  受限于", last["bound"]),
@@ -236,6 +236,10 @@ def render_text(r: dict[str, Any]) -> str:
         "TTFT 是整批提示一起预填充的一步，不含排队；TPOT 是 O−1 个解码步（上下文 P 到 P+O−2）的平均。",
         "KV 容量：每卡显存减权重（全部专家）与 5 GB 工作区；分页按块取整，连续预留按模型的上下文长度。",
     ]
+    if ds is not None:
+        notes.append(f"最后一个解码步与 tmath ledger --seq-len {r['ledger_seq_len']} --batch {s['batch']} "
+                     f"--tp {s['tp']} --dtype {s['weight_dtype']} --gpu {r['gpu']} 的“解码一步的估计”"
+                     "相同（同一个函数 tmath.serving.decode_step）。")
     if s["weight_dtype"] in ("int8", "int4") or s["kv_dtype"] == "fp8":
         notes.append("量化只计字节与时间；精度的代价不在模型之内（见正文引用的评测）。")
     if "cost_per_million_output_tokens" in r:
