@@ -61,6 +61,7 @@ _MULTIHEAD = "多头注意力"
 _MEMORY = "显存与重计算"
 _PIPELINE = "流水线、专家与上下文并行"
 _COLL = "集合通信"
+_SERVE = "第六部分：推理与服务的账"
 
 #: Where each chapter-local scope applies: chapter documents relative to ``book/``
 #: (a trailing ``/`` is a whole part).  A chapter-local symbol used elsewhere is undeclared.
@@ -75,6 +76,7 @@ SCOPE_PATHS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     _MEMORY: ("ledger/memory",),
     _PIPELINE: ("parallel/pipeline-expert-context",),
     _COLL: ("parallel/collectives",),
+    _SERVE: ("serving/",),
 })
 
 _SIZE = MappingProxyType({"positive": True, "integer": True})
@@ -280,6 +282,20 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              scope=_COLL, assumptions=_SIZE),
     Notation("s", "s", r"多轴 all-gather 的第几段（$1$ 到 $n_{\text{axes}}$）", scope=_COLL,
              assumptions=_SIZE),
+    # Part VI (book/serving/): serving
+    Notation("kappa", r"\kappa", "每个 token 的 KV cache 字节数（所有层、所有 KV 头；MLA 为压缩潜向量）",
+             scope=_SERVE, assumptions=_POS),
+    Notation("n_blk", r"n_{\text{blk}}", "分页 KV cache 一个块（block）存的 token 数", scope=_SERVE),
+    Notation("r", "r", r"序列长度除以块大小 $n_{\text{blk}}$ 的余数", scope=_SERVE, assumptions=_INT),
+    Notation("alpha_acc", r"\alpha_{\text{acc}}", "投机解码中草稿模型的一个 token 被目标模型接受的概率",
+             scope=_SERVE, assumptions=_POS),
+    Notation("gamma", r"\gamma", "投机解码中草稿模型每轮提出的 token 数", scope=_SERVE,
+             assumptions=_SIZE),
+    Notation("n_acc", r"n_{\text{acc}}",
+             r"投机解码一轮里被接受的草稿 token 数（$0\le n_{\text{acc}}\le\gamma$）",
+             scope=_SERVE, assumptions=_INT),
+    Notation("c_draft", r"c_{\text{draft}}", "草稿模型一步的时间与目标模型一步的时间之比", scope=_SERVE,
+             assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (

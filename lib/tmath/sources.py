@@ -172,6 +172,16 @@ CITATIONS: dict[str, str] = {
     "deepseek2025dualpipe": "DeepSeek-AI（2025）《DualPipe》源码与 README",
     "qi2024zerobubble": "Qi 等（2024）《Zero Bubble (Almost) Pipeline Parallelism》",
     "megatron-core-pipeline-schedules": "NVIDIA《Megatron-LM 源码：pipeline_parallel/schedules.py》",
+    # Part VI, the pages (book/serving/)
+    "kwon2023vllm": "Kwon 等（2023）《PagedAttention》",
+    "yu2022orca": "Yu 等（2022）《Orca》",
+    "agrawal2024sarathi": "Agrawal 等（2024）《Sarathi-Serve》",
+    "leviathan2023speculative": "Leviathan 等（2023）《Speculative Decoding》",
+    "chen2023speculative": "Chen 等（2023）《Speculative Sampling》",
+    "frantar2022gptq": "Frantar 等（2022）《GPTQ》",
+    "dettmers2022llmint8": "Dettmers 等（2022）《LLM.int8()》",
+    "zhong2024distserve": "Zhong 等（2024）《DistServe》",
+    "patel2024splitwise": "Patel 等（2024）《Splitwise》",
 }
 
 
@@ -1023,3 +1033,50 @@ register(
     "Splits the backward into B (input gradient) and W (weight gradient); ZB-H1 keeps "
     "1F1B's peak memory with bubble (p-1)(T_F+T_B-T_W).",
 )
+
+# --- Part VI, the pages (book/serving/; issue 37) -------------------------------------------
+register("kwon2023vllm", "Kwon et al., Efficient Memory Management for Large Language Model "
+         "Serving with PagedAttention (SOSP 2023)", "https://arxiv.org/abs/2309.06180",
+         "The KV cache of a request is stored in fixed-size blocks, allocated on demand; blocks "
+         "of a shared prefix are shared between sequences, copy-on-write for the last one.")
+register("yu2022orca", "Yu et al., Orca: A Distributed Serving System for Transformer-Based "
+         "Generative Models (OSDI 2022)",
+         "https://www.usenix.org/conference/osdi22/presentation/yu",
+         "Iteration-level scheduling: the batch is re-formed at every iteration, so a request "
+         "joins and leaves without waiting for the rest of its batch.")
+register("agrawal2024sarathi", "Agrawal et al., Taming Throughput-Latency Tradeoff in LLM "
+         "Inference with Sarathi-Serve (OSDI 2024)", "https://arxiv.org/abs/2403.02310",
+         "Chunked prefills and stall-free batching: prompts are split into chunks that fill a "
+         "token budget per iteration beside the running decodes.")
+register("leviathan2023speculative", "Leviathan, Kalman and Matias, Fast Inference from "
+         "Transformers via Speculative Decoding (ICML 2023)", "https://arxiv.org/abs/2211.17192",
+         "Equation 1: the expected number of tokens per run of the target model is "
+         "(1 - alpha^(gamma+1)) / (1 - alpha); Theorem 3.8: the expected walltime improvement "
+         "is (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)), c the cost of a draft step "
+         "over a target step.")
+register("chen2023speculative", "Chen et al., Accelerating Large Language Model Decoding with "
+         "Speculative Sampling (2023)", "https://arxiv.org/abs/2302.01318",
+         "The same accept/reject scheme (modified rejection sampling), which keeps the target "
+         "model's distribution.")
+register("frantar2022gptq", "Frantar, Ashkboos, Hoefler and Alistarh, GPTQ: Accurate "
+         "Post-Training Quantization for Generative Pre-trained Transformers (ICLR 2023)",
+         "https://arxiv.org/abs/2210.17323",
+         "Abstract: 'reducing the bitwidth down to 3 or 4 bits per weight, with negligible "
+         "accuracy degradation relative to the uncompressed baseline'.")
+register("dettmers2022llmint8", "Dettmers, Lewis, Belkada and Zettlemoyer, LLM.int8(): 8-bit "
+         "Matrix Multiplication for Transformers at Scale (NeurIPS 2022)",
+         "https://arxiv.org/abs/2208.07339",
+         "'use the resulting model immediately for inference without any performance "
+         "degradation'; 'large magnitude outlier features that ruin quantization precision once "
+         "they emerge in all transformer layers starting at scales of 6.7B parameters'.")
+register("zhong2024distserve", "Zhong et al., DistServe: Disaggregating Prefill and Decoding "
+         "for Goodput-optimized Large Language Model Serving (OSDI 2024)",
+         "https://arxiv.org/abs/2401.09670",
+         "Abstract: 'DistServe can serve 7.4x more requests or 12.6x tighter SLO, compared to "
+         "state-of-the-art systems, while staying within latency constraints for > 90% of "
+         "requests.'")
+register("patel2024splitwise", "Patel et al., Splitwise: Efficient Generative LLM Inference "
+         "Using Phase Splitting (ISCA 2024)", "https://arxiv.org/abs/2311.18677",
+         "Abstract: 'we show that we can achieve 1.4x higher throughput at 20% lower cost than "
+         "current designs. Alternatively, we can achieve 2.35x more throughput with the same "
+         "cost and power budgets.'")

@@ -6,4 +6,4 @@ label is the exercise's label in its notebook (``ex-<slug>-<n>``, with
 never typed.
 """
 
-from tmath.answer_keys import comm, energy, flash, flops, gpt3, ledger, scale, tour  # noqa: F401
+from tmath.answer_keys import comm, energy, flash, flops, gpt3, ledger, scale, serve, tour  # noqa: F401
