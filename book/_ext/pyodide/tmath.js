@@ -210,7 +210,7 @@
     const saveButton = el("button", { type: "button", text: "下载 JSON" });
     const command = el("code", { class: "tmath-command" });
     const status = el("span", { class: "tmath-status", role: "status", "aria-live": "polite" });
-    const out = el("pre", { class: "tmath-output", tabindex: "0", "aria-label": "计算结果（命令行的输出）" });
+    const out = el("pre", { class: "tmath-output" });
     root.append(
       el("div", { class: "tmath-source" },
         el("label", { for: presetSelect.id }, el("span", { text: "预设模型" })), presetSelect,
