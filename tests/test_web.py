@@ -125,13 +125,15 @@ def test_describe_gives_every_flag_of_the_parser_with_its_type_choices_and_defau
             "--intra-gbs", "--inter-gbs", "--gpus-per-node", "--recipe"} <= set(plan)
     assert plan["--zero"] == {**plan["--zero"], "type": "int", "choices": ["0", "1", "2", "3"],
                               "default": "0"}
-    assert plan["--sequence-parallel"]["choices"] == ["on", "off"] and plan["--sequence-parallel"]["default"] == ""
+    assert plan["--sequence-parallel"]["choices"] == ["on", "off"]
+    assert plan["--sequence-parallel"]["default"] == ""
     assert plan["--hbm-gb"]["type"] == "float" and plan["--stage-layers"]["type"] == "str"
     from tmath.hardware import NODES
     from tmath.memory import RECIPES
 
     assert plan["--gpu"]["choices"] == list(NODES) and plan["--recipe"]["choices"] == list(RECIPES)
-    assert plan["--seq-len"]["label"] == "序列长度 T" and plan["--hbm-gb"]["label"] == "每卡显存（GB，10⁹ 字节）"
+    assert plan["--seq-len"]["label"] == "序列长度 T"
+    assert plan["--hbm-gb"]["label"] == "每卡显存（GB，10⁹ 字节）"
     ledger = {f["flag"]: f for f in web.describe("ledger")}
     assert ledger["--seq-len"]["default"] == "" and ledger["--tp"]["default"] == "1"
     assert ledger["--batch"]["label"] == "每步的序列数 B"  # "（默认 1）" is the help's, not the label's

@@ -200,7 +200,7 @@
       if (!ok) return;
       const v = inputs["--tp"].value.trim();
       if (mode === "start" || (mode === "fix" && v !== "" && !ok.map(String).includes(v))) {
-        inputs["--tp"].value = workingTp(presetSelect.value, Number(v) || 8);
+        inputs["--tp"].value = workingTp(presetSelect.value, mode === "start" ? 8 : Number(v) || 8);
       }
       hints["--tp"].textContent = `${presetSelect.value} 可取 TP = ${ok.join("、")}（头数要能平均分到各卡）`;
     }
@@ -243,7 +243,12 @@
     }
     let started = false;
     let busy = Promise.resolve();
-    async function run() {
+    let last = Promise.resolve(); // the latest computation, drawn (tests and scripts await it)
+    function run() {
+      last = compute();
+      return last;
+    }
+    async function compute() {
       started = true;
       showCommand();
       const t0 = performance.now();
@@ -321,9 +326,9 @@
     if (q.get("tmath") === kind) {
       if (q.get("config")) configText.value = q.get("config");
       if (q.get("preset")) setValue(presetSelect, q.get("preset"));
-      for (const f of fields) {
+      for (const f of fields) { // the link is the whole setting: a flag it lacks takes its default
         const v = q.get(f.flag.slice(2));
-        if (v !== null) setValue(inputs[f.flag], v);
+        setValue(inputs[f.flag], v !== null ? v : f.default);
       }
       fitTp("hint");
       run();
@@ -333,7 +338,7 @@
     // a flag set away from its default is in view
     if (fields.some((f) => !f.basic && (inputs[f.flag].type === "checkbox" ? inputs[f.flag].checked
       : inputs[f.flag].value.trim() !== f.default))) details.open = true;
-    root.tmath = { run, argv, files, permalink };
+    root.tmath = { run, argv, files, permalink, done: () => last };
   }
 
   // A value from a link goes into the form as it is, even one a list does not offer: the
