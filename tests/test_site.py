@@ -730,8 +730,8 @@ def test_a_cell_crash_restarts_python_and_the_next_run_replays_the_earlier_cells
     done = "i => document.querySelector('.tmath-cell-' + i).dataset.tmathRan"
     cell7.locator(".tmath-cell-bar button").first.click()  # opens the editor, runs 4 first
     page.wait_for_function(f"() => ({done})(7) === 'ok'", timeout=180_000)
-    first = cell7.locator(".tmath-cell-output").inner_text()
-    assert first.strip() and "Error" not in first
+    first = cell7.locator(".tmath-cell-output").inner_text()  # it assigns: no output, no error
+    assert "Error" not in first and cell7.locator("pre.tmath-error").count() == 0
     box = page.locator(".tmath-answer").first  # a wrong answer's colour, in both themes
     page.evaluate("""() => { const b = document.querySelector('.tmath-answer');
       b.classList.add('tmath-wrong'); b.querySelector('output').textContent = '✗ 还不对'; }""")
@@ -748,4 +748,5 @@ def test_a_cell_crash_restarts_python_and_the_next_run_replays_the_earlier_cells
     page.wait_for_function(f"() => ['ok', 'error'].includes(({done})(7))", timeout=180_000)
     again = cell7.locator(".tmath-cell-output").inner_text()
     assert page.evaluate(f"({done})(7)") == "ok" and again == first and "NameError" not in again
+    assert cell7.locator("pre.tmath-error").count() == 0  # a NameError would be shown here
     assert not report["outside"]
