@@ -89,11 +89,13 @@ def one_run(pw, base: str, site: Path) -> dict[str, float]:
         page.goto(f"{base}/book/intro/tour.html", wait_until="load")
         t0 = time.perf_counter()
         page.locator(".tmath-cell-bar button").first.click()
-        page.wait_for_function("() => document.querySelector('[data-tmath-ran]')", timeout=300_000)
+        page.wait_for_function("() => document.querySelector('[data-tmath-ran=ok], [data-tmath-ran=error]')",
+                               timeout=300_000)
         out["first cell run (Pyodide + SymPy), s"] = time.perf_counter() - t0
         # the answer boxes (what 检查 waits for, Python already loaded): a right and a wrong answer
         import tmath.exercises as ex
 
+        ex.labels()  # loads the keys
         key = ex._KEYS[ANSWER_LABEL]
         right = int(key.compute())
         box = f".tmath-answer[data-label='{ANSWER_LABEL}']"
