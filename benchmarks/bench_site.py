@@ -7,6 +7,7 @@ the built site from localhost. Prints, with the goals of issue 30:
 - click to first result on the calculator page (Pyodide, tmath, the ledger): goal ≤ 5 s;
 - a recomputation after changing one field: goal ≤ 0.3 s;
 - the first cell run in the page (Pyodide, SymPy, the cell), for comparison;
+- an answer box's check of a right and of a wrong answer (the page says what a reader waits);
 - the bytes the site gains (Pyodide, the wheels, tmath.zip, tmath.js): goal ≤ 25 MB;
 - the bytes a reading-only page fetches, and a computing page before any click (its
   tmath.js and tmath.css are the only addition): goal "unchanged" for reading pages.
@@ -28,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+#: The answer box the benchmark checks (on the tour page, where the cell runs).
+ANSWER_LABEL = "ex-tour-2"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"]
@@ -86,8 +89,24 @@ def one_run(pw, base: str, site: Path) -> dict[str, float]:
         page.goto(f"{base}/book/intro/tour.html", wait_until="load")
         t0 = time.perf_counter()
         page.locator(".tmath-cell-bar button").first.click()
-        page.wait_for_function("() => document.querySelector('[data-tmath-ran]')", timeout=300_000)
+        page.wait_for_function("() => document.querySelector('[data-tmath-ran=ok], [data-tmath-ran=error]')",
+                               timeout=300_000)
         out["first cell run (Pyodide + SymPy), s"] = time.perf_counter() - t0
+        # the answer boxes (what 检查 waits for, Python already loaded): a right and a wrong answer
+        import tmath.exercises as ex
+
+        ex.labels()  # loads the keys
+        key = ex._KEYS[ANSWER_LABEL]
+        right = int(key.compute())
+        box = f".tmath-answer[data-label='{ANSWER_LABEL}']"
+        for name, text, verdict in (("right", str(right), "tmath-right"),
+                                    ("wrong", str(right + 1), "tmath-wrong")):
+            page.fill(f"{box} input", text)
+            t0 = time.perf_counter()
+            page.click(f"{box} button")
+            page.wait_for_function(f"() => document.querySelector(\"{box}\").classList.contains('{verdict}')",
+                                   timeout=300_000)
+            out[f"answer check, {name} answer, s"] = time.perf_counter() - t0
         ctx.close()
     return out
 
@@ -104,8 +123,11 @@ def main() -> None:
     print(f"the site gains {gained / 1e6:.2f} MB in {len(runtime)} files (goal ≤ 25 MB):")
     for p in runtime:
         print(f"  {p.relative_to(args.site)}  {p.stat().st_size / 1e6:8.3f} MB")
+    import os
+
     from playwright.sync_api import sync_playwright
 
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     base = serve(args.site)
     with sync_playwright() as pw:
         runs = [one_run(pw, base, args.site) for _ in range(args.runs)]

@@ -22,7 +22,7 @@ import shutil
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import parse_qsl, quote, urlparse
 
 import nbformat
 import pytest
@@ -511,8 +511,8 @@ def test_the_calculator_page_computes_in_the_browser(built_site, server, tab):
     form.locator("button.tmath-run").click()
     page.wait_for_function("() => document.querySelector('.tmath-widget .tmath-status')"
                            ".textContent.includes('用时')", timeout=120_000)
-    want = cli(["ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--batch", "1", "--dtype",
-                "bf16", "--tp", "8", "--gpu", "H100"])  # the form starts where the page's tables do
+    want = cli(["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype",
+                "bf16", "--tp", "8", "--gpu", "H100"])  # T empty as in the CLI; TP 8 splits 64 heads
     assert form.locator("pre.tmath-output").text_content() == want["stdout"]
     assert report["runtime"] and not report["outside"] and not report["page_errors"]
 
@@ -573,3 +573,180 @@ def test_solution_dropdown_opens(server, tab):
     solution.locator("button.toggle-button").click()
     body.wait_for(state="visible", timeout=5000)
     assert "GPT-3 Small" in body.inner_text()
+
+
+# --- the reader's website: every preset, every screen, both themes, accessible (issue 38) ------
+
+#: axe-core, pinned in package-lock.json (npm ci), injected into the page under test.
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+THEMES = ("light", "dark")
+
+#: Inside each form: an element wider than its box (a line cut, or a sideways scroll), by id.
+WIDE_IN_WIDGETS = """() => {
+  const bad = [];
+  for (const w of document.querySelectorAll('.tmath-widget')) {
+    const box = w.getBoundingClientRect();
+    if (w.scrollWidth > w.clientWidth + 1) bad.push('widget ' + w.id);
+    for (const e of w.querySelectorAll('*')) {
+      const r = e.getBoundingClientRect();
+      if (!r.width) continue;  // not shown
+      if (r.right > box.right + 1 || r.left < box.left - 1 || e.scrollWidth > e.clientWidth + 1
+          && getComputedStyle(e).overflowX !== 'visible')
+        bad.push(e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 40));
+    }
+  }
+  return bad;
+}"""
+
+
+def axe_serious(page) -> list:
+    """axe-core's critical and serious violations on the page as it is now."""
+    page.evaluate("src => { if (!window.axe) (0, eval)(src); }", AXE.read_text(encoding="utf-8"))
+    return page.evaluate(
+        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations"
+        ".filter(v => ['critical', 'serious'].includes(v.impact))"
+        ".map(v => [v.id, v.impact, v.nodes.slice(0, 4).map(n => n.target.join(' '))]))")
+
+
+def in_both_themes(page, check) -> dict:
+    """``check(page)`` in the theme's light and dark mode; what it found, by theme."""
+    found = {}
+    for theme in THEMES:
+        page.evaluate("t => document.documentElement.dataset.theme = t", theme)
+        page.wait_for_timeout(50)
+        if got := check(page):
+            found[theme] = got
+    page.evaluate("() => document.documentElement.dataset.theme = 'light'")
+    return found
+
+
+def fits(page) -> dict:
+    """Elements wider than their box in the page's forms, at a phone's and a desktop's width."""
+    found = {}
+    for width in (390, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(50)
+        if got := page.evaluate(WIDE_IN_WIDGETS):
+            found[width] = got[:5]
+    page.set_viewport_size({"width": 1280, "height": 720})
+    return found
+
+
+def test_the_home_page_is_accessible_in_both_themes(server, tab):
+    page, report = tab.open(f"{server}/book/index.html")
+    assert not in_both_themes(page, axe_serious) and not report["page_errors"]
+
+
+def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server, tab):
+    """The calculator as it opens (T empty, TP one the heads split into) computes every preset:
+    算完, the command line's text; it fits a phone and a desktop; axe finds nothing serious in
+    either theme, with a result and with an error shown (whose colour must hold 4.5:1)."""
+    from test_site_compute import cli
+
+    page, report = tab.open(f"{server}/book/appendix/calculator.html")
+    form = page.locator(".tmath-widget[data-kind='ledger']")
+    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
+    assert len(presets) >= 20
+    opening = page.evaluate("document.querySelector('#ledger-widget').tmath.argv(false)")
+    assert opening == ["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype", "bf16",
+                       "--tp", "8", "--gpu", "H100"]  # T empty as in the CLI, TP 8 splits 64 heads
+    results = page.evaluate(
+        """async names => {
+          const root = document.querySelector(".tmath-widget[data-kind='ledger']");
+          const select = root.querySelector("select[name='preset']");
+          const out = [];
+          for (const name of names) {
+            select.value = name;
+            select.dispatchEvent(new Event("change"));  // as a reader picks it
+            await root.tmath.run();
+            out.push({name, argv: root.tmath.argv(false),
+                      status: root.querySelector(".tmath-status").textContent,
+                      text: root.querySelector("pre.tmath-output").textContent});
+          }
+          return out;
+        }""", presets)
+    failed = [(r["name"], r["status"], r["text"][:200]) for r in results
+              if not r["status"].startswith("算完")]
+    assert not failed, failed
+    for r in results:  # the page shows what the command line prints, for the form's own argv
+        assert r["text"] == cli(r["argv"])["stdout"], r["argv"]
+    by_name = {r["name"]: r["argv"] for r in results}
+    assert by_name["gpt2"][by_name["gpt2"].index("--tp") + 1] == "4"  # 12 heads: not 8
+    assert "TP = 1、2、4" in form.locator("#ledger-widget-tp-hint").text_content()
+    assert not fits(page)
+    assert not in_both_themes(page, axe_serious)
+    form.locator("input[name='--tp']").fill("7")
+    form.locator("input[name='--tp']").dispatch_event("change")
+    page.evaluate("document.querySelector('#ledger-widget').tmath.done()")
+    assert "出错" in form.locator(".tmath-status").text_content()
+    assert form.locator("pre.tmath-output.tmath-error").is_visible() and not fits(page)
+    assert not in_both_themes(page, axe_serious)  # the error's colour (color-contrast) too
+    # every control is reached with the keyboard, the upload button included
+    reached = page.evaluate("""() => {
+      const root = document.querySelector('#ledger-widget');
+      return Array.from(root.querySelectorAll('button, input, select, textarea, summary'))
+        .filter(e => e.getClientRects().length && e.tabIndex < 0).map(e => e.outerHTML.slice(0, 80));
+    }""")
+    assert not reached and form.get_by_role("button", name="上传 config.json…").count() == 1
+    assert not report["page_errors"] and not report["outside"]
+
+
+DEEPSEEK_LINK = ("tmath=plan&preset=deepseek-v3&dp=128&ep=64&tp=1&pp=16&zero=1&seq-len=4096"
+                 "&global-batch=15360&stage-layers=3,4*14,2&gpu=H800")
+
+
+def test_the_planner_computes_deepseek_v3_s_layout_from_a_permalink(server, tab):
+    """61 layers over 16 stages (3, 4 × 14, 2), EP 64, no TP, from a link: the planner computes
+    it and shows its verdict whole, on a phone and a desktop, in both themes, axe-clean."""
+    from test_site_compute import cli
+
+    from tmath.web import describe
+
+    page, report = tab.open(f"{server}/book/parallel/together.html?{DEEPSEEK_LINK}#plan-widget")
+    form = page.locator("#plan-widget")
+    page.wait_for_function("() => /用时/.test(document.querySelector('#plan-widget .tmath-status')"
+                           ".textContent)", timeout=180_000)
+    argv = page.evaluate("document.querySelector('#plan-widget').tmath.argv(false)")
+    assert argv[argv.index("--stage-layers") + 1] == "3,4*14,2" and "--pp-edge-layers" not in argv
+    want = cli(argv)
+    assert want["exitCode"] == 0 and form.locator(".tmath-status").text_content().startswith("算完")
+    shown = form.locator("pre.tmath-output").text_content()
+    assert shown == want["stdout"] and shown.startswith("部署：")
+    assert form.locator(".tmath-verdict").first.is_visible()
+    link = page.evaluate("document.querySelector('#plan-widget').tmath.permalink()")
+    keys = set(dict(parse_qsl(urlparse(link).query, keep_blank_values=True)))
+    assert keys == {"tmath", "preset"} | {f["flag"][2:] for f in describe("plan")}
+    assert not fits(page)
+    assert not in_both_themes(page, axe_serious)
+    assert not report["page_errors"] and not report["outside"]
+
+
+def test_a_cell_crash_restarts_python_and_the_next_run_replays_the_earlier_cells(server, tab):
+    """A chapter with a cell editor open is axe-clean in both themes; a cell that crashes
+    Python (recursion past the stack) says so, the worker starts afresh, and an unedited cell
+    that needs an earlier one then runs again with its saved output, no NameError."""
+    page, report = tab.open(f"{server}/book/flops/six-pt.html")
+    cell7, cell10 = page.locator(".tmath-cell-7"), page.locator(".tmath-cell-10")
+    done = "i => document.querySelector('.tmath-cell-' + i).dataset.tmathRan"
+    cell7.locator(".tmath-cell-bar button").first.click()  # opens the editor, runs 4 first
+    page.wait_for_function(f"() => ({done})(7) === 'ok'", timeout=180_000)
+    first = cell7.locator(".tmath-cell-output").inner_text()  # it assigns: no output, no error
+    assert "Error" not in first and cell7.locator("pre.tmath-error").count() == 0
+    box = page.locator(".tmath-answer").first  # a wrong answer's colour, in both themes
+    page.evaluate("""() => { const b = document.querySelector('.tmath-answer');
+      b.classList.add('tmath-wrong'); b.querySelector('output').textContent = '✗ 还不对'; }""")
+    assert box.locator("output").is_visible()
+    assert not in_both_themes(page, axe_serious)
+    cell10.locator(".tmath-cell-bar button").first.click()
+    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})(10))", timeout=180_000)
+    cell10.locator("textarea.tmath-editor").fill(
+        "import sys\nsys.setrecursionlimit(10**8)\ndef deep(n):\n    return deep(n + 1)\ndeep(0)")
+    cell10.locator(".tmath-cell-bar button").first.click()
+    page.wait_for_function(f"() => ({done})(10) === 'crash'", timeout=180_000)
+    assert "崩溃" in cell10.locator(".tmath-cell-output").inner_text()
+    cell7.locator(".tmath-cell-bar button").first.click()  # unedited; it needs cell 4's C
+    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})(7))", timeout=180_000)
+    again = cell7.locator(".tmath-cell-output").inner_text()
+    assert page.evaluate(f"({done})(7)") == "ok" and again == first and "NameError" not in again
+    assert cell7.locator("pre.tmath-error").count() == 0  # a NameError would be shown here
+    assert not report["outside"]

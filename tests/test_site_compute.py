@@ -217,8 +217,12 @@ def test_a_permalink_fills_the_form_and_its_strings_stay_text(page):
     form.locator("select[name='--gpu']").select_option("H100")
     link = page.evaluate("document.querySelector('#ledger').tmath.permalink()")
     query = dict(parse_qsl(urlparse(link).query, keep_blank_values=True))
-    assert query == {"tmath": "ledger", "preset": "llama3-70b", "seq-len": "4096", "batch": "1",
-                     "dtype": "bf16", "tp": "", "gpu": "H100"}
+    from tmath.web import describe
+
+    flags = {f["flag"][2:]: f["default"] for f in describe("ledger")}
+    assert set(query) == {"tmath", "preset"} | set(flags)  # every flag of the command line
+    assert query == {**flags, "tmath": "ledger", "preset": "llama3-70b", "seq-len": "4096",
+                     "batch": "1", "dtype": "bf16", "tp": "", "gpu": "H100"}
     assert page.evaluate("document.querySelector('#ledger').tmath.argv(false)") == [
         "ledger", "--preset", "llama3-70b", "--seq-len", "4096", "--batch", "1", "--dtype", "bf16",
         "--gpu", "H100"]
@@ -515,3 +519,59 @@ def test_a_markdown_output_is_drawn_as_a_table_of_text(page):
         "tmathCells.markdown('| 轴 | 时间 |\\n|---|---:|\\n| TP | $T$ <b>x</b> |\\n\\n合计').outerHTML")
     assert html.count("<tr>") == 2 and "<th>轴</th>" in html and "<td>TP</td>" in html
     assert "\\(T\\) &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html and "<p>合计</p>" in html
+
+
+def test_the_forms_offer_every_flag_of_their_command_and_label_each(page):
+    """The plan and ledger forms are the command line's own flags (tmath.web.describe), each
+    with a label a screen reader reads, and the page's argv carries a flag set away from its
+    default (the reader's --stage-layers, say) as the terminal would take it."""
+    from tmath.web import describe
+
+    for kind in ("ledger", "plan"):
+        names = page.evaluate(f"Array.from(document.querySelectorAll('#{kind} [name^=\"--\"]'))"
+                              ".map(e => e.name)")
+        assert sorted(names) == sorted(f["flag"] for f in describe(kind))
+    unlabelled = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.tmath-widget input:not([type=file]), .tmath-widget select, .tmath-widget textarea'))
+      .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label')).map(e => e.name)""")
+    assert not unlabelled
+    form = page.locator("#plan")
+    form.locator("select[name='preset']").select_option("deepseek-v3")
+    form.locator("details.tmath-more summary").click()  # the flags beyond the first sixteen
+    for name, value in (("--dp", "128"), ("--ep", "64"), ("--tp", "1"), ("--pp", "16"),
+                        ("--stage-layers", "3,4*14,2"), ("--hbm-gb", "80"), ("--gpu", "H800")):
+        field = form.locator(f"[name='{name}']")
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+    got = page.evaluate("document.querySelector('#plan').tmath.argv(false)")
+    assert got[got.index("--stage-layers") + 1] == "3,4*14,2"
+    assert got[got.index("--hbm-gb") + 1] == "80"
+    want = cli(got)
+    r = run_many(page, [(got, {})])[0]
+    assert r == want and r["stdout"].startswith("部署：")
+
+
+def test_a_cell_s_error_shows_its_traceback_and_input_says_it_cannot_read(page):
+    r = json.loads(page.evaluate(
+        "tmathCall('cell', {page: 'tb', source: 'def f(n):\\n    return 1 / n\\nf(0)'})"))
+    assert r["error"] == "ZeroDivisionError: division by zero"
+    assert 'File "<单元格>", line 3, in <module>' in r["traceback"] and "return 1 / n" in r["traceback"]
+    r = json.loads(page.evaluate("tmathCall('cell', {page: 'tb', source: 'n = input(\"层数？\")'})"))
+    assert r["error"].startswith("OSError: 网页里的 Python 不能读取键盘输入")
+    assert "web.py" not in r["traceback"]
+
+
+def test_the_command_line_s_text_is_drawn_in_rows_and_kept_byte_for_byte(page):
+    """On a phone a "label   value" line puts its value under its label; the text is stdout."""
+    form = page.locator("#ledger")
+    form.locator("select[name='preset']").select_option("gpt2")
+    form.locator("select[name='--gpu']").select_option("H100")  # not the link's payload
+    form.locator("input[name='--tp']").fill("")
+    form.locator("input[name='--seq-len']").fill("")
+    page.evaluate("document.querySelector('#ledger').tmath.run()")
+    argv = page.evaluate("document.querySelector('#ledger').tmath.argv(false)")
+    pre = form.locator("pre.tmath-output")
+    assert pre.text_content() == cli(argv)["stdout"]
+    assert pre.locator(".tmath-row").count() >= 20 and pre.locator(".tmath-verdict").count() == 1

@@ -88,6 +88,98 @@ def test_run_prelude_runs_each_statement_and_reports_the_ones_that_fail():
     assert json.loads(web.run_cell("p", "c"))["outputs"] == [{"data": {"text/plain": "2"}}]
 
 
+
+def test_run_cell_gives_the_cell_s_traceback_and_says_input_cannot_read():
+    r = json.loads(web.run_cell("tb", "def f(n):\n    return 1 / n\n\ny = f(0)"))
+    assert r["error"] == "ZeroDivisionError: division by zero"
+    lines = r["traceback"].splitlines()
+    assert lines[0] == "Traceback (most recent call last):" and lines[-1] == r["error"]
+    assert 'File "<单元格>", line 4, in <module>' in r["traceback"] and "return 1 / n" in r["traceback"]
+    assert "web.py" not in r["traceback"]  # the page's own frames are not the reader's
+    r = json.loads(web.run_cell("tb", "n = int(input('层数？'))"))
+    assert r["error"].startswith("OSError: 网页里的 Python 不能读取键盘输入（input()）")
+    assert "web.py" not in r["traceback"] and "input('层数？')" in r["traceback"]
+    import builtins
+
+    assert builtins.input is not web._no_input  # input() is the page's only while a cell runs
+    assert json.loads(web.run_cell("tb", "x = 1"))["traceback"] is None
+
+
+# --- describe: the form's fields are the command line's flags -------------------------------
+
+def test_describe_gives_every_flag_of_the_parser_with_its_type_choices_and_default():
+    import argparse
+
+    from tmath.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("ledger", "plan"):
+        flags = {f["flag"]: f for f in web.describe(command)}
+        declared = {a.option_strings[-1] for a in sub.choices[command]._actions
+                    if a.option_strings and a.option_strings[-1].startswith("--")}
+        assert set(flags) == declared - {"--help", "--json", "--preset"}
+        for f in flags.values():  # every label and help is the reader's language
+            assert any("\u4e00" <= ch <= "\u9fff" for ch in f["label"] + f["help"]), f
+    plan = {f["flag"]: f for f in web.describe("plan")}
+    assert {"--stage-layers", "--sequence-parallel", "--order", "--stage", "--hbm-gb",
+            "--intra-gbs", "--inter-gbs", "--gpus-per-node", "--recipe"} <= set(plan)
+    assert plan["--zero"] == {**plan["--zero"], "type": "int", "choices": ["0", "1", "2", "3"],
+                              "default": "0"}
+    assert plan["--sequence-parallel"]["choices"] == ["on", "off"]
+    assert plan["--sequence-parallel"]["default"] == ""
+    assert plan["--hbm-gb"]["type"] == "float" and plan["--stage-layers"]["type"] == "str"
+    from tmath.hardware import NODES
+    from tmath.memory import RECIPES
+
+    assert plan["--gpu"]["choices"] == list(NODES) and plan["--recipe"]["choices"] == list(RECIPES)
+    assert plan["--seq-len"]["label"] == "序列长度 T"
+    assert plan["--hbm-gb"]["label"] == "每卡显存（GB，10⁹ 字节）"
+    ledger = {f["flag"]: f for f in web.describe("ledger")}
+    assert ledger["--seq-len"]["default"] == "" and ledger["--tp"]["default"] == "1"
+    assert ledger["--batch"]["label"] == "每步的序列数 B"  # "（默认 1）" is the help's, not the label's
+    with pytest.raises(KeyError):
+        web.describe("no-such-command")
+
+
+def test_the_build_tells_the_calculator_which_tp_each_preset_computes_with():
+    import tmath
+
+    options = pyodide_site.widget_options()
+    assert set(options["tp_ok"]) == set(tmath.presets())
+    for name, ok in options["tp_ok"].items():
+        cfg = tmath.preset(name)
+        assert 1 in ok and all(cfg.num_heads % tp == 0 for tp in ok), name
+    assert options["tp_ok"]["gpt2"] == [1, 2, 4]  # 12 heads: TP 8 cannot split them
+    assert options["tp_ok"]["qwen2-7b"] == [1, 2, 4]  # 28 heads, 4 KV heads
+    assert 8 in options["tp_ok"]["llama3-70b"]
+    assert {"ledger", "plan"} <= set(options["flags"])
+
+
+@pytest.mark.parametrize("layers,pp", [(61, 16), (126, 16), (30, 4), (7, 2)])
+def test_an_uneven_pipeline_error_suggests_a_split_that_works(layers, pp):
+    """The error for pp not dividing the layers names --stage-layers with a list that adds up,
+    and pp_edge_layers only where some edge works (never for 61 layers over 16 stages)."""
+    import re
+
+    import tmath
+    from tmath.layout import LayoutError, _stage_layers, parse_stage_layers
+
+    cfg = replace(tmath.preset("llama3-8b"), num_layers=layers)
+    with pytest.raises(LayoutError) as e:
+        _stage_layers(cfg, pp, None)
+    message = str(e.value)
+    listed = re.search(r"--stage-layers）逐段给出层数，例如 ([0-9*,]+)", message).group(1)
+    assert _stage_layers(cfg, pp, None, listed) == parse_stage_layers(listed)  # it works
+    edge = re.search(r"让首末两段各放 (\d+) 层", message)
+    works = [e for e in range(1, layers // 2 + 1) if (pp == 2 and layers == 2 * e) or
+             (pp > 2 and layers - 2 * e >= pp - 2 and (layers - 2 * e) % (pp - 2) == 0)]
+    assert bool(edge) == bool(works), message
+    if edge:
+        assert len(_stage_layers(cfg, pp, int(edge.group(1)))) == pp
+    if (layers, pp) == (61, 16):
+        assert "pp_edge_layers" not in message and "4*13,3*3" in message
+
+
 # --- check_answer: the kit's hashes, the kit's words ---------------------------------------
 
 def _hashed(label: str):

@@ -621,17 +621,37 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
                        f'<script type="application/json" id="tmath-page">{blob}</script>')
 
 
-def widget_options() -> dict[str, list[str]]:
-    """The choices the forms offer, from tmath itself (the page has no Python before a reader
-    asks for a computation, so the build writes them into the page)."""
+#: The command lines a page's form can stand for (``data-kind``): ``serve`` once tmath has it.
+WIDGET_KINDS = ("ledger", "plan", "serve")
+#: The tensor-parallel degrees the calculator's form tries for each preset.
+TP_TRIED = (1, 2, 4, 8, 16)
+
+
+def widget_options() -> dict:
+    """What the forms offer, from tmath itself (the page has no Python before a reader asks for
+    a computation, so the build writes it into the page): the presets, GPUs, data types and
+    recipes; the flags of each command a form stands for (:func:`tmath.web.describe`, from the
+    command line's own parser: a flag added there appears in the form); and for each preset
+    the TP degrees its ledger computes with (the heads must split evenly), so the form starts
+    on one that works and says which do."""
     import tmath
     from tmath.hardware import hardware_names
     from tmath.memory import RECIPES
     from tmath.serving import DTYPE_BYTES
+    from tmath.web import describe, run_cli
 
     dtypes = [d for d in DTYPE_BYTES if not d.startswith(("float", "bfloat"))]  # not aliases
+    flags = {}
+    for kind in WIDGET_KINDS:
+        try:
+            flags[kind] = describe(kind)
+        except KeyError:  # a command this tmath does not have (yet)
+            pass
+    tp_ok = {name: [tp for tp in TP_TRIED
+                    if json.loads(run_cli(["ledger", "--preset", name, "--tp", str(tp), "--json"]))
+                    ["exitCode"] == 0] for name in tmath.presets()}
     return {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": dtypes,
-            "recipes": list(RECIPES)}
+            "recipes": list(RECIPES), "flags": flags, "tp_ok": tp_ok}
 
 
 def _builder_inited(app) -> None:

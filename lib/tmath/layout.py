@@ -942,6 +942,24 @@ def parse_stage_layers(text: Any) -> tuple[int, ...]:
     return tuple(a for a, k in parts for _ in range(k))
 
 
+def _uneven_fixes(n: int, pp: int) -> str:
+    """What works when ``pp`` stages do not split ``n`` layers evenly: stage_layers always (a
+    list that adds up to ``n``), pp_edge_layers only when some edge leaves the middle stages an
+    even share (never for 61 layers over 16 stages: 61 − 2e is odd, 14 stages need a multiple
+    of 14)."""
+    q, r = divmod(n, pp)
+    listed = f"{q + 1}*{r},{q}*{pp - r}" if q else None
+    edges = [e for e in range(1, n // 2 + 1)
+             if (pp == 2 and n == 2 * e) or (pp > 2 and n - 2 * e >= pp - 2 and (n - 2 * e) % (pp - 2) == 0)]
+    text = (f"或用 stage_layers（命令行 --stage-layers）逐段给出层数，例如 {listed}（DeepSeek-V3 的 61 层、"
+            "16 段：3,4*14,2）") if listed else ""
+    if edges:
+        e = min(edges, key=lambda e: abs(e - n / pp))
+        mid = "" if pp == 2 else f"，中间各 {(n - 2 * e) // (pp - 2)} 层"
+        text += f"；或用 pp_edge_layers（命令行 --pp-edge-layers）让首末两段各放 {e} 层{mid}"
+    return text
+
+
 def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None,
                   given: Any = None) -> tuple[int, ...]:
     n = cfg.num_layers
@@ -969,8 +987,7 @@ def _stage_layers(cfg: ModelConfig, pp: int, edge: int | None,
         if n % pp:
             raise LayoutError(
                 f"pp={pp} 不能整除 num_layers={n}：每段必须分到同样多的层；pp 可取 {_divisors(n)}，"
-                "或用 pp_edge_layers 让首末两段各少放几层（Llama 3 405B 的 126 层、16 段："
-                "首末各 7 层，中间各 8 层）", "pp")
+                f"{_uneven_fixes(n, pp)}", "pp")
         return (n // pp,) * pp
     e = _pos_int("pp_edge_layers", edge)
     if pp < 2:

@@ -26,13 +26,15 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import traceback
 from typing import Any
 
-__all__ = ["run_cli", "run_cell", "run_prelude", "check_answer", "reset_cells", "display", "shown"]
+__all__ = ["run_cli", "run_cell", "run_prelude", "check_answer", "reset_cells", "display", "shown",
+           "describe"]
 
 #: Where the reader's files are written: a new folder for each run, removed afterwards.
 _WORK_ROOT = os.path.join(tempfile.gettempdir(), "tmath-web")
@@ -105,6 +107,80 @@ def run_cli(argv: list[str] | str, files: dict[str, str] | None = None) -> str:
         shutil.rmtree(top, ignore_errors=True)
     return json.dumps({"stdout": out.getvalue(), "stderr": err.getvalue(),
                        "exitCode": int(status or 0)}, ensure_ascii=False)
+
+
+#: Lists the command line checks only when it runs (no ``choices`` in its parser): the form
+#: offers them as a list, from tmath itself.
+def _known_values(command: str, dest: str) -> list[str] | None:
+    if dest == "gpu":
+        from tmath.hardware import NODES, hardware_names
+
+        return list(NODES) if command == "plan" else list(hardware_names())
+    if dest == "recipe":
+        from tmath.memory import RECIPES
+
+        return list(RECIPES)
+    if dest == "dtype":
+        from tmath.serving import DTYPE_BYTES
+
+        return [d for d in DTYPE_BYTES if not d.startswith(("float", "bfloat"))]  # not aliases
+    return None
+
+
+def _short_label(help_text: str) -> str:
+    """The words of a flag's help before its first clause, with their unit in brackets
+    (``每卡显存（GB，10⁹ 字节）``); a long bracket (a list of names) is left to the help."""
+    depth, end = 0, len(help_text)
+    for i, ch in enumerate(help_text):
+        depth += ch in "（("
+        depth -= ch in "）)"
+        if depth == 0 and ch in "，；：,;":
+            end = i
+            break
+    label = re.sub(r"（默认[^）]*）", "", help_text[:end]).strip()
+    if len(label) > 24:
+        label = label.split("（")[0].split("(")[0].strip()
+    return label
+
+
+def describe(command: str) -> list[dict[str, Any]]:
+    """The flags of ``tmath COMMAND`` as its own argparse parser declares them, for the page's
+    form (one source of truth: a flag added to the command line appears in the form).
+
+    Each flag is ``{"flag", "label", "help", "type", "choices", "default"}``: ``type`` is
+    ``int``, ``float``, ``str`` or ``switch`` (a flag without a value); ``choices`` the values
+    the parser accepts (or the list it checks them against when it runs: GPUs, recipes, data
+    types), else None; ``default`` the parser's default as text (``""`` for none).  ``--help``,
+    ``--json``, ``--preset`` and the positional CONFIG are the form's own business and left out.
+    Raises ``KeyError`` for a command the command line does not have.
+    """
+    import argparse
+
+    from tmath.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices[command]
+    flags = []
+    for action in parser._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if not longs or longs[0] in ("--help", "--json", "--preset"):
+            continue
+        if isinstance(action, argparse._StoreTrueAction | argparse._StoreFalseAction):
+            kind = "switch"
+        elif action.type is int:
+            kind = "int"
+        elif action.type is float:
+            kind = "float"
+        else:
+            kind = "str"
+        choices = action.choices if action.choices is not None else _known_values(command, action.dest)
+        default = "" if action.default is None or kind == "switch" else str(action.default)
+        help_text = " ".join(str(action.help or "").split())
+        flags.append({"flag": longs[0], "label": _short_label(help_text) or longs[0],
+                      "help": help_text, "type": kind,
+                      "choices": None if choices is None else [str(c) for c in choices],
+                      "default": default})
+    return flags
 
 
 # --- cells the reader runs on the page -----------------------------------------------------
@@ -183,26 +259,63 @@ def run_cell(page: str, source: str) -> str:
     Returns JSON ``{"outputs": [...], "error": ...}``: the outputs in the order the cell made
     them, each ``{"stream": "stdout", "text": …}`` or ``{"data": {"text/plain": …,
     "text/latex": …}}`` (what it displayed, then the value of its last expression unless
-    that is None), and, when it raised, the error as Python's last line of a traceback.
+    that is None), and, when it raised, the error as Python's last line of a traceback
+    (``error``) and its whole traceback from the cell's frames on (``traceback``).
+    ``input()`` raises an OSError that says, in Chinese, that the page has no keyboard input.
     """
+    import builtins
+    import linecache
+
     ns = _CELL_NAMESPACES.setdefault(page, {"__name__": "__main__"})
     _OUTPUTS.clear()
-    error = None
+    error = tb_text = None
+    # the cell's lines, for its traceback (as IPython shows them)
+    linecache.cache[CELL_FILE] = (len(source), None, source.splitlines(True), CELL_FILE)
+    own_input = builtins.input
+    builtins.input = _no_input
     try:
-        tree = ast.parse(source, filename="<cell>", mode="exec")
+        tree = ast.parse(source, filename=CELL_FILE, mode="exec")
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)
         with contextlib.redirect_stdout(_Stream("stdout")), \
                 contextlib.redirect_stderr(_Stream("stderr")):
-            exec(compile(tree, "<cell>", "exec"), ns)  # noqa: S102 - the reader's own cell
+            exec(compile(tree, CELL_FILE, "exec"), ns)  # noqa: S102 - the reader's own cell
             if last is not None:
-                display(eval(compile(last, "<cell>", "eval"), ns))  # noqa: S307
+                display(eval(compile(last, CELL_FILE, "eval"), ns))  # noqa: S307
     except BaseException as e:  # the reader's code: report it, never stop the worker
         error = "".join(traceback.format_exception_only(type(e), e)).strip()
+        tb_text = _cell_traceback(e)
+    finally:
+        builtins.input = own_input
     outputs = list(_OUTPUTS)
     _OUTPUTS.clear()
-    return json.dumps({"outputs": outputs, "error": error}, ensure_ascii=False)
+    return json.dumps({"outputs": outputs, "error": error, "traceback": tb_text}, ensure_ascii=False)
+
+
+#: The file name a cell's code runs under (its traceback names it, with its lines).
+CELL_FILE = "<单元格>"
+#: What ``input()`` says in the page: there is no keyboard for Python in a Web Worker.
+NO_INPUT = ("网页里的 Python 不能读取键盘输入（input()）：请把值直接写进代码，例如 n = 8；"
+            "要交互地运行，请在 JupyterLab 里打开这个笔记本")
+
+
+def _no_input(prompt: Any = "") -> str:
+    raise OSError(NO_INPUT)
+
+
+def _cell_traceback(e: BaseException) -> str:
+    """Python's traceback of ``e`` from the cell's own frames on (not this module's), with
+    the cell's lines, as a notebook shows it."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != CELL_FILE:
+        tb = tb.tb_next
+    if isinstance(e, SyntaxError):
+        tb = None  # a cell that does not parse: the caret under the line says it all
+    frames = [f for f in traceback.extract_tb(tb) if f.name != _no_input.__name__ or
+              f.filename != __file__]  # input()'s own frame is the page's, not the reader's
+    head = ["Traceback (most recent call last):\n", *traceback.format_list(frames)] if frames else []
+    return "".join(head + traceback.format_exception_only(type(e), e)).rstrip()
 
 
 # --- answer boxes ------------------------------------------------------------------------

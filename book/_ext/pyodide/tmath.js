@@ -23,6 +23,8 @@
         "例如在 _build/html 里运行 python3 -m http.server，再访问 http://localhost:8000/"));
     }
     if (!worker) {
+      // a new worker has a new Python: nothing the page's cells defined is there any more
+      ran = new Set();
       worker = new Worker(new URL("tmath-worker.js", BASE).href, { type: "module" });
       const mine = worker;
       worker.onmessage = (event) => {
@@ -31,7 +33,7 @@
         if (!p) return;
         pending.delete(id);
         if (ok) p.resolve(value);
-        else p.reject(new Error(error));
+        else p.reject(Object.assign(new Error(error), { fatal: Boolean(fatal) }));
         if (fatal && worker === mine) { mine.terminate(); worker = null; }
       };
       worker.onerror = (event) => {
@@ -83,83 +85,140 @@
     return ((performance.now() - t0) / 1000).toFixed(2) + " s";
   }
 
-  // --- widgets: the ledger and the plan ---------------------------------------------------
-  // Each field is one flag of the command line; `def` is what the form starts with.
-  const FIELDS = {
-    ledger: [
-      { flag: "--seq-len", label: "序列长度 T", type: "number", def: "", hint: "空着：2048 与模型上下文中较小者" },
-      { flag: "--batch", label: "批大小 B", type: "number", def: "1" },
-      { flag: "--dtype", label: "数据类型", type: "select", options: "dtypes", def: "bf16" },
-      { flag: "--tp", label: "张量并行 TP", type: "number", def: "8" },
-      { flag: "--gpu", label: "GPU", type: "select", options: "gpus", def: "H100" },
-    ],
-    plan: [
-      { flag: "--dp", label: "数据并行 dp", type: "number", def: "8" },
-      { flag: "--tp", label: "张量并行 tp", type: "number", def: "8" },
-      { flag: "--pp", label: "流水线 pp", type: "number", def: "4" },
-      { flag: "--ep", label: "专家并行 ep", type: "number", def: "1" },
-      { flag: "--cp", label: "上下文并行 cp", type: "number", def: "1" },
-      { flag: "--zero", label: "ZeRO", type: "select", options: ["0", "1", "2", "3"], def: "1" },
-      { flag: "--micro-batch", label: "微批次 b", type: "number", def: "1" },
-      { flag: "--global-batch", label: "全局批 G", type: "number", def: "", hint: "空着：dp × b" },
-      { flag: "--seq-len", label: "序列长度 T", type: "number", def: "4096" },
-      { flag: "--gpu", label: "GPU", type: "select", options: "gpus", def: "H100" },
-      { flag: "--recompute", label: "重计算", type: "select", options: ["none", "selective", "full"], def: "none" },
-      { flag: "--pp-edge-layers", label: "首末段层数", type: "number", def: "", hint: "空着：平均分" },
-      { flag: "--recipe", label: "训练配方", type: "select", options: "recipes", def: "mixed-adam" },
-    ],
+  // --- widgets: a form for one command of the command line (ledger, plan, serve) ------------
+  // The fields are the command's own flags, as its argparse parser declares them (the build
+  // writes tmath.web.describe(kind) into the page): a flag added to the command line appears
+  // here without a change to this file. BASIC are shown at once, the rest under 更多设置.
+  const BASIC = {
+    ledger: ["--seq-len", "--batch", "--dtype", "--tp", "--gpu"],
+    plan: ["--dp", "--tp", "--pp", "--ep", "--cp", "--zero", "--micro-batch", "--global-batch",
+      "--seq-len", "--gpu", "--recompute", "--recipe", "--stage-layers", "--schedule",
+      "--virtual-stages", "--tokens"],
   };
-  const DEFAULT_PRESET = { ledger: "llama3-70b", plan: "llama3-70b" };
+  // Where a form starts when its page says nothing (data-args): otherwise the parser's defaults.
+  const START = {
+    plan: { "--dp": "8", "--tp": "8", "--pp": "4", "--zero": "1", "--seq-len": "4096" },
+  };
+  const DEFAULT_PRESET = { ledger: "llama3-70b", plan: "llama3-70b", serve: "llama3-70b" };
   const OPTION_WORDS = {
     none: "none（不重算）", selective: "selective（只重算注意力）", full: "full（整层重算）",
   };
   const CONFIG_NAME = "config.json";
+  let widgetCount = 0;
+
+  // The largest TP (at most `cap`) with which the preset's ledger computes (the build tried them).
+  function workingTp(preset, cap) {
+    const ok = ((PAGE.options || {}).tp_ok || {})[preset];
+    if (!ok || !ok.length) return null;
+    return String(ok.filter((t) => t <= cap).pop() || ok[0]);
+  }
+
+  // The text the command line printed, drawn so that it reads on a phone: each line
+  // "label   value" becomes a row whose value wraps under its label on a narrow screen. The
+  // text itself is unchanged (textContent is stdout byte for byte); the spaces between label
+  // and value, and the line end, are hidden there, not removed.
+  function showText(pre, text) {
+    pre.replaceChildren();
+    const lines = text.split("\n");
+    lines.forEach((line, i) => {
+      const end = i < lines.length - 1 ? "\n" : "";
+      const m = /^(\s*\S.*?)(\s{2,})(\S.*)$/.exec(line);
+      if (!m || line.length > 200) {
+        const cls = /^(部署|可行|不可行)/.test(line) ? "tmath-verdict" : "";
+        pre.append(cls ? el("span", { class: cls, text: line + end }) : document.createTextNode(line + end));
+        return;
+      }
+      const row = el("span", { class: "tmath-row" },
+        el("span", { class: "tmath-k", text: m[1] }), el("span", { class: "tmath-gap", text: m[2] }),
+        el("span", { class: "tmath-v", text: m[3] }));
+      if (end) row.append(el("span", { class: "tmath-nl", text: end }));
+      pre.append(row);
+    });
+  }
 
   function widget(root) {
     const kind = root.dataset.kind;
-    if (!FIELDS[kind]) return;
-    // the page may start the form elsewhere (data-args: flag -> value)
-    const starts = root.dataset.args ? JSON.parse(root.dataset.args) : {};
-    const fields = FIELDS[kind].map((f) => (f.flag in starts ? { ...f, def: String(starts[f.flag]) } : f));
     const options = PAGE.options || {};
-    const presetSelect = el("select", { name: "preset" });
+    const described = (options.flags || {})[kind];
+    if (!described) return;
+    const n = ++widgetCount;
+    const uid = (root.id || `tmath-widget-${n}`);
+    // the page may start the form elsewhere (data-args: flag -> value)
+    const starts = { ...(START[kind] || {}), ...(root.dataset.args ? JSON.parse(root.dataset.args) : {}) };
+    const basic = BASIC[kind] || described.slice(0, 8).map((f) => f.flag);
+    const fields = described.map((f) => ({
+      ...f, basic: basic.includes(f.flag),
+      start: f.flag in starts ? String(starts[f.flag]) : (f.type === "switch" ? "" : f.default),
+    }));
+    const presetSelect = el("select", { name: "preset", id: `${uid}-preset` });
     for (const name of options.presets || []) presetSelect.append(el("option", { value: name, text: name }));
-    presetSelect.value = root.dataset.preset || DEFAULT_PRESET[kind];
+    presetSelect.value = root.dataset.preset || DEFAULT_PRESET[kind] || (options.presets || [])[0];
     const configText = el("textarea", {
-      name: "config", rows: "4", spellcheck: "false",
+      name: "config", rows: "3", spellcheck: "false", "aria-label": "config.json 的内容（可选）",
       placeholder: "粘贴一个 config.json 的内容，或把文件（或模型文件夹）拖到这里；空着就用上面的预设",
     });
-    const upload = el("input", { type: "file", accept: ".json,application/json", hidden: "" });
+    const upload = el("input", { type: "file", accept: ".json,application/json", hidden: "", tabindex: "-1" });
+    const uploadButton = el("button", { type: "button", class: "tmath-upload", text: "上传 config.json…" });
+    uploadButton.onclick = () => upload.click();
     const inputs = {};
+    const hints = {};
     const grid = el("div", { class: "tmath-fields" });
+    const more = el("div", { class: "tmath-fields" });
+    const extraCount = fields.filter((f) => !f.basic).length;
+    const details = el("details", { class: "tmath-more" },
+      el("summary", { text: `更多设置（${extraCount} 项：全部命令行参数）` }), more);
     for (const f of fields) {
       let input;
-      if (f.type === "select") {
-        input = el("select", { name: f.flag });
-        const list = Array.isArray(f.options) ? f.options : options[f.options] || [];
-        for (const o of list) input.append(el("option", { value: o, text: OPTION_WORDS[o] || o }));
+      const id = `${uid}${f.flag.replace(/^-+/, "-")}`;
+      if (f.type === "switch") {
+        input = el("input", { type: "checkbox", name: f.flag, id });
+      } else if (f.choices) {
+        input = el("select", { name: f.flag, id });
+        if (f.default === "") input.append(el("option", { value: "", text: "默认" }));
+        for (const o of f.choices) input.append(el("option", { value: o, text: OPTION_WORDS[o] || o }));
       } else {
-        input = el("input", { type: "text", inputmode: "numeric", name: f.flag, placeholder: f.hint || "" });
+        const numeric = f.type === "int" || f.type === "float";
+        input = el("input", { type: "text", name: f.flag, id, autocomplete: "off", spellcheck: "false",
+          inputmode: numeric ? (f.type === "int" ? "numeric" : "decimal") : "text",
+          placeholder: f.default === "" ? "空着：默认" : "" });
       }
-      input.value = f.def;
+      setValue(input, f.start);
       inputs[f.flag] = input;
-      grid.append(el("label", {}, el("span", { text: f.label }), input));
+      const hint = el("small", { class: "tmath-hint", id: `${id}-hint`, text: f.help });
+      hints[f.flag] = hint;
+      input.setAttribute("aria-describedby", hint.id);
+      const label = el("label", { class: f.type === "switch" ? "tmath-switch" : "", for: id },
+        el("span", { text: f.label + " " }, el("code", { text: f.flag })));
+      const box = el("div", { class: "tmath-field" }, label, input, hint);
+      (f.basic ? grid : more).append(box);
     }
+    if (extraCount === 0) details.hidden = true;
+    // the calculator's TP starts on a degree the preset's heads split into, and says which work
+    function fitTp(mode) { // "start": choose; "fix": change a TP that cannot work; "hint": say only
+      if (kind !== "ledger" || !inputs["--tp"] || configText.value.trim()) return;
+      const ok = ((options.tp_ok || {})[presetSelect.value]) || null;
+      if (!ok) return;
+      const v = inputs["--tp"].value.trim();
+      if (mode === "start" || (mode === "fix" && v !== "" && !ok.map(String).includes(v))) {
+        inputs["--tp"].value = workingTp(presetSelect.value, mode === "start" ? 8 : Number(v) || 8);
+      }
+      hints["--tp"].textContent = `${presetSelect.value} 可取 TP = ${ok.join("、")}（头数要能平均分到各卡）`;
+    }
+    fitTp("--tp" in starts ? "hint" : "start");
     const runButton = el("button", { type: "button", class: "tmath-run", text: "计算" });
     const linkButton = el("button", { type: "button", text: "复制本设置的链接" });
     const saveButton = el("button", { type: "button", text: "下载 JSON" });
     const command = el("code", { class: "tmath-command" });
-    const status = el("div", { class: "tmath-status", "aria-live": "polite" });
+    const status = el("span", { class: "tmath-status", role: "status", "aria-live": "polite" });
     const out = el("pre", { class: "tmath-output" });
     root.append(
       el("div", { class: "tmath-source" },
-        el("label", {}, el("span", { text: "预设模型" }), presetSelect),
-        el("label", { class: "tmath-upload" }, el("span", { text: "或" }),
-          el("span", { class: "tmath-button", text: "上传 config.json…" }), upload)),
-      configText, grid,
-      el("div", { class: "tmath-buttons" }, runButton, linkButton, saveButton),
-      el("div", {}, el("span", { text: "等价的命令：" }), command),
-      status, out);
+        el("label", { for: presetSelect.id }, el("span", { text: "预设模型" })), presetSelect,
+        el("span", { class: "tmath-or", text: "或" }), uploadButton, upload),
+      configText, grid, details,
+      el("div", { class: "tmath-buttons" }, runButton, linkButton, saveButton, status),
+      out,
+      el("div", { class: "tmath-command-line" }, el("span", { text: "等价的命令：" }), command));
 
     function argv(json) {
       const a = [kind];
@@ -167,8 +226,10 @@
       if (configText.value.trim()) a.push(CONFIG_NAME);
       else a.push(...flag("--preset", presetSelect.value));
       for (const f of fields) {
-        const v = inputs[f.flag].value.trim();
-        if (v !== "") a.push(...flag(f.flag, v));
+        const input = inputs[f.flag];
+        if (f.type === "switch") { if (input.checked) a.push(f.flag); continue; }
+        const v = input.value.trim();
+        if (v !== "" && (f.basic || f.flag in starts || v !== f.default)) a.push(...flag(f.flag, v));
       }
       if (json) a.push("--json");
       return a;
@@ -178,29 +239,41 @@
     }
     function showCommand() {
       command.textContent = "python -m tmath " + argv(false).map(
-        (s) => /^[\w.\/=:-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'").join(" ");
+        (s) => /^[\w.\/=:,*-]+$/.test(s) ? s : "'" + s.replace(/'/g, "'\\''") + "'").join(" ");
     }
     let started = false;
     let busy = Promise.resolve();
-    async function run() {
+    let last = Promise.resolve(); // the latest computation, drawn (tests and scripts await it)
+    function run() {
+      last = compute();
+      return last;
+    }
+    async function compute() {
       started = true;
       showCommand();
       const t0 = performance.now();
+      status.classList.remove("tmath-error");
       status.textContent = worker ? "计算中……" : "第一次计算：正在从本站载入浏览器里的 Python 和 tmath（只载一次）……";
       root.classList.add("tmath-busy");
       const job = busy.then(() => window.tmathRun(argv(false), files()));
       busy = job.catch(() => {});
       try {
         const r = await job;
-        out.textContent = r.exitCode === 0 ? r.stdout : (r.stderr || r.stdout);
+        showText(out, r.exitCode === 0 ? r.stdout : (r.stderr || r.stdout));
         out.classList.toggle("tmath-error", r.exitCode !== 0);
-        status.textContent = (r.exitCode === 0 ? "算完" : `出错（退出码 ${r.exitCode}）`) + `，用时 ${seconds(t0)}`;
+        status.classList.toggle("tmath-error", r.exitCode !== 0);
+        status.textContent = (r.exitCode === 0 ? "算完" : `出错（退出码 ${r.exitCode}），原因见下方`) + `，用时 ${seconds(t0)}`;
       } catch (e) {
         out.textContent = String(e.message || e);
         out.classList.add("tmath-error");
-        status.textContent = "没能运行";
+        status.classList.add("tmath-error");
+        status.textContent = "没能运行，原因见下方";
       } finally {
         root.classList.remove("tmath-busy");
+      }
+      // the reader looks at the button: the answer's first lines must be in view
+      if (out.getBoundingClientRect().top > window.innerHeight - 80) {
+        out.scrollIntoView({ block: "nearest" });
       }
     }
     function permalink() {
@@ -208,7 +281,10 @@
       q.set("tmath", kind);
       if (configText.value.trim()) q.set("config", configText.value.trim());
       else q.set("preset", presetSelect.value);
-      for (const f of fields) q.set(f.flag.slice(2), inputs[f.flag].value.trim()); // empty ones too
+      for (const f of fields) { // every flag, the emptied ones too
+        const input = inputs[f.flag];
+        q.set(f.flag.slice(2), f.type === "switch" ? (input.checked ? "1" : "") : input.value.trim());
+      }
       return location.origin + location.pathname + "?" + q.toString() + "#" + (root.id || "");
     }
     linkButton.onclick = async () => {
@@ -226,6 +302,7 @@
       a.remove();
     };
     runButton.onclick = run;
+    presetSelect.addEventListener("change", () => fitTp("fix"));
     for (const input of [presetSelect, ...Object.values(inputs)]) {
       input.addEventListener("change", () => { if (started) run(); else showCommand(); });
     }
@@ -249,20 +326,25 @@
     if (q.get("tmath") === kind) {
       if (q.get("config")) configText.value = q.get("config");
       if (q.get("preset")) setValue(presetSelect, q.get("preset"));
-      for (const f of fields) {
+      for (const f of fields) { // the link is the whole setting: a flag it lacks takes its default
         const v = q.get(f.flag.slice(2));
-        if (v !== null) setValue(inputs[f.flag], v);
+        setValue(inputs[f.flag], v !== null ? v : f.default);
       }
+      fitTp("hint");
       run();
     } else {
       showCommand();
     }
-    root.tmath = { run, argv, files, permalink };
+    // a flag set away from its default is in view
+    if (fields.some((f) => !f.basic && (inputs[f.flag].type === "checkbox" ? inputs[f.flag].checked
+      : inputs[f.flag].value.trim() !== f.default))) details.open = true;
+    root.tmath = { run, argv, files, permalink, done: () => last };
   }
 
   // A value from a link goes into the form as it is, even one a list does not offer: the
   // command line then names the field and the fix, as it would in a terminal.
   function setValue(input, value) {
+    if (input.type === "checkbox") { input.checked = value !== "" && value !== "0"; return; }
     if (input.tagName === "SELECT" && !Array.from(input.options).some((o) => o.value === value)) {
       input.append(el("option", { value, text: value }));
     }
@@ -291,14 +373,29 @@
     const output = box.querySelector("output");
     async function check() {
       if (!input.value.trim()) { output.textContent = "先填一个数"; return; }
-      output.textContent = worker ? "检查中……（核对用的哈希故意算得慢：对的答案约 1 秒，错的要几秒）" : "第一次检查：正在载入浏览器里的 Python 和 tmath……";
+      const t0 = performance.now();
+      const first = !worker;
+      // what the reader waits, said as it is: the keys are hashed slowly on purpose (so that
+      // trying numbers is costly), and a busy computer makes it slower still
+      const say = () => {
+        const s = Math.round((performance.now() - t0) / 1000);
+        output.textContent = (first ? "第一次检查：正在载入浏览器里的 Python 和 tmath，再核对……"
+          : "检查中……核对用的哈希故意算得慢（免得有人逐个试数）：通常要几秒，错的答案比对的慢约一倍，电脑忙时可达十几秒")
+          + (s >= 1 ? `（已 ${s} 秒）` : "");
+      };
+      say();
+      const tick = setInterval(say, 1000);
       box.classList.remove("tmath-right", "tmath-wrong");
+      box.setAttribute("aria-busy", "true");
       try {
         const r = JSON.parse(await call("check", { label: box.dataset.label, text: input.value }));
-        output.textContent = r.message;
+        output.textContent = r.message + `（用时 ${seconds(t0)}）`;
         box.classList.add(r.correct ? "tmath-right" : "tmath-wrong");
       } catch (e) {
         output.textContent = String(e.message || e);
+      } finally {
+        clearInterval(tick);
+        box.removeAttribute("aria-busy");
       }
     }
     button.onclick = check;
@@ -361,7 +458,7 @@
         area.append(el("pre", { text: o.data["text/plain"] }));
       }
     }
-    if (result.error) area.append(el("pre", { class: "tmath-error", text: result.error }));
+    if (result.error) area.append(el("pre", { class: "tmath-error", text: result.traceback || result.error }));
     if (typeset.length && window.MathJax && MathJax.typesetPromise) {
       return MathJax.typesetPromise(typeset).catch(() => {});
     }
@@ -369,6 +466,7 @@
   }
 
   async function runCellAt(cell, source) {
+    if (!worker) ran = new Set(); // a new Python (after a crash or 停止): the earlier cells again
     // the page's earlier runnable cells (and the statements they need) run first, once
     for (const c of CELLS) {
       if (c.index >= cell.index) break;
@@ -393,7 +491,8 @@
     input.after(bar);
     start.onclick = async () => {
       if (!cell.editor) {
-        cell.editor = el("textarea", { class: "tmath-editor", spellcheck: "false" });
+        cell.editor = el("textarea", { class: "tmath-editor", spellcheck: "false",
+          "aria-label": `单元格 ${cell.index} 的代码（可以改动后再运行）` });
         cell.editor.value = cell.source;
         cell.editor.rows = Math.min(40, cell.source.split("\n").length + 1);
         input.style.display = "none";
@@ -410,14 +509,16 @@
           ran = new Set();
           cell.status.textContent = "本页的变量已清空";
         };
-        cell.status = el("span", { class: "tmath-status" });
+        cell.status = el("span", { class: "tmath-status", role: "status", "aria-live": "polite" });
         cell.area = el("div", { class: "tmath-cell-output" });
         start.textContent = "运行";
         bar.append(stop, reset, cell.status);
         bar.after(cell.area);
       }
       const t0 = performance.now();
-      cell.status.textContent = worker ? "运行中……" : "第一次运行：正在载入浏览器里的 Python、tmath 和 SymPy……";
+      cell.status.textContent = worker ? "运行中……" : "正在载入浏览器里的 Python、tmath 和 SymPy，并先运行本页前面的单元格……";
+      cell.area.replaceChildren(); // what an earlier run showed is not this run's
+      container.dataset.tmathRan = "running";
       try {
         const r = await runCellAt(cell, cell.editor.value);
         await renderOutputs(cell.area, r);
@@ -427,7 +528,13 @@
         cell.status.textContent = `用时 ${seconds(t0)}`;
         container.dataset.tmathRan = r.error ? "error" : "ok";
       } catch (e) {
-        cell.status.textContent = String(e.message || e);
+        const why = String(e.message || e);
+        const text = e.fatal
+          ? `网页里的 Python 崩溃了（${why}）。已换一个新的 Python：再按“运行”，会先重跑本页前面的单元格。`
+          : why;
+        cell.area.replaceChildren(el("pre", { class: "tmath-error", text }));
+        cell.status.textContent = e.fatal ? "崩溃，已重新开始" : "没能运行";
+        container.dataset.tmathRan = "crash";
       }
     };
     cell.container = container;
