@@ -1,4 +1,5 @@
-"""Hostile submissions for the grader's sandbox test (tests/test_student_kit.py).
+"""Hostile submissions for the grader's sandbox test (tests/test_student_kit.py) and for the
+tests of the grader's own code (tests/test_grade_hardened.py).
 
 Each notebook attacks what a student's code could reach if it ran in the teacher's
 environment: the answer keys, a classmate's files, the teacher's venv, the grader's
@@ -180,6 +181,11 @@ def cases(marker: str, port: int, victim: str = "grace",
         "h7-10gb": (BIG, False),
         "h8-loop": (LOOP.format(marker=marker), False),
         "h9-network": (NETWORK.format(port=port, marker=marker), False),
+        # the grader's own code (issue 39)
+        "h10-huge": (HUGE, True),
+        "h11-pidfd": (PIDFD, False),
+        "h12-environ": (ENVIRON, False),
+        "h13-hog": (HOG, False),
     }
 
 

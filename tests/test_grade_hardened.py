@@ -212,7 +212,8 @@ def test_feedback_shows_the_students_text_never_as_markdown_or_html():
     from tmath.grade import Graded, _feedback
 
     row = Graded("<b>x</b>", "执行出错：ValueError: <img src=x onerror=alert(1)>\n# 满分 **7/7** [领奖](http://x)",
-                 {"ex-tour-2": None}, ["ex-tour-2：没有读到答案：答案单元格运行出错（ValueError: `rm` _x_ <script>）"],
+                 {"ex-tour-2": None},
+                 ["ex-tour-2：没有读到答案：答案单元格运行出错（ValueError: `rm` _x_ <script>）"],
                  {"ex-tour-2": 1})
     text = _feedback(row, 1)
     assert "<" not in text and ">" not in text, text
@@ -242,7 +243,8 @@ def test_one_notebook_per_release_notebook_the_others_listed(tmp_path):
     sub = collect(submitted, tmp_path / "scratch")[0]
     select(sub, _release(tmp_path, "tour.ipynb"))
     assert [n for n, _ in sub.notebooks] == ["tour.ipynb"]
-    assert sub.skipped == ["tour_draft.ipynb（不是这次作业发下的笔记本）", "zz.ipynb（不是这次作业发下的笔记本）"]
+    assert sub.skipped == ["tour_draft.ipynb（不是这次作业发下的笔记本）",
+                           "zz.ipynb（不是这次作业发下的笔记本）"]
     assert _status(sub, [], []) == ("已评分；没有评分的笔记本：tour_draft.ipynb（不是这次作业发下的笔记本）、"
                                     "zz.ipynb（不是这次作业发下的笔记本）")
 
@@ -269,7 +271,8 @@ def test_nbgrader_layout_grades_only_the_releases_assignment(tmp_path):
                                    "week2/tour.ipynb（不是这次作业 week1 的文件夹里的）"]
     assert [n for n, _ in subs["lee"].notebooks] == ["tour.ipynb"]  # the release's own path
     assert subs["lee"].skipped == ["old/tour.ipynb（与 tour.ipynb 同名，只评了后者）"]
-    assert [n for n, _ in subs["zed"].notebooks] == ["zed.zip:week1/sub/memory.ipynb", "zed.zip:week1/tour.ipynb"]
+    assert [n for n, _ in subs["zed"].notebooks] == ["zed.zip:week1/sub/memory.ipynb",
+                                                     "zed.zip:week1/tour.ipynb"]
     assert subs["one"].notebooks == [] and "都不同名" in subs["one"].problems[0]
     # a release of one notebook: a student's one notebook is it, whatever its name
     one = collect(submitted, tmp_path / "scratch2")[2]

@@ -16,7 +16,10 @@ can point this at its ``submitted/`` folder as it is): one entry per student in
 - one file ``SUBMISSIONS_DIR/<student>.ipynb``, or a zip of notebooks
   ``<student>.zip`` (otter-grader's way of collecting).
 
-Symbolic links are not followed.  Next to ``--out`` it writes, with nbgrader's folder names,
+Symbolic links are not followed.  One notebook of a student's runs per notebook of the release,
+matched by name, and in nbgrader's layout only those in the folder named as the release's
+(:func:`select`); the others are listed in 状态 and the feedback, not run.  A zip's members
+are read from the zip, whatever their names.  Next to ``--out`` it writes, with nbgrader's folder names,
 ``autograded/<student>/...`` (the notebooks as executed) and ``feedback/<student>.md`` (in
 Chinese: for each exercise part the value read, right or not, with the tolerance used, never
 the key).
@@ -53,8 +56,10 @@ row per student and part graded by hand (an answer cell with no key, or one whos
 ``metadata.tmath.manual`` gives it points), with the student's text and an empty 得分 for the
 teacher; ``tmath grade-merge grades.csv manual.csv --out total.csv`` adds the filled scores to
 the totals (:func:`merge_manual`).  UTF-8 with a byte-order
-mark, which spreadsheet programs need to show Chinese.  Written after every notebook has
-run, atomically, as the feedback files are.
+mark, which spreadsheet programs need to show Chinese; no cell holds a line break or starts
+as a formula, and an ID like ``00123`` stays text (:func:`_spreadsheet_safe`).  Written after
+every notebook has run, atomically, as the feedback files are (whose student text is escaped
+for Markdown and HTML, :func:`_markdown_safe`).
 """
 
 from __future__ import annotations

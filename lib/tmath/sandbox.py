@@ -22,6 +22,18 @@ without Docker have, CI included. The sandbox has
 - **limits** (``prlimit``, per process): :data:`MEMORY_BYTES` of address space,
   :data:`PROCESSES` processes (threads count) for the sandbox's user, CPU seconds, the size
   of a file and the number of open files;
+- **memory as a whole** (:func:`cgroups`): where the grader may make a memory cgroup (v1 as
+  root, as on CI's machines; v2 where its own group delegates ``memory``), each sandbox's
+  processes and tmpfs files share :data:`SANDBOX_MEMORY_BYTES` (``--memory``); elsewhere only
+  the per-process limit holds (four processes of one notebook held 10 GiB);
+- **the worker out of the kernel's reach**: the kernel runs as the worker's user. The worker
+  is the sandbox's pid 1 (``--as-pid-1``: no reaper of bwrap's holds a copy of its output
+  pipe, and signals from inside do not reach it) and not dumpable
+  (:func:`tmath._grade_worker.undumpable`), so the kernel cannot take its output pipe
+  (``pidfd_getfd``, ``/proc/PID/fd``) to forge the executed notebook, nor kill it;
+- **no environment of the grader's**: bwrap starts with :func:`outer_env` (a normal user's
+  sandbox could read bwrap's environment in ``/proc/1/environ``), its processes with what
+  :func:`command` sets, ``TMATH_GRADING`` included (:data:`GRADING_ENV`);
 - **a fair share of the CPU**: where the grader runs as root on cgroup v1 (CI's machines),
   each sandbox is a group of its own in the ``cpu`` and ``pids`` controllers
   (:func:`cgroups`), so that a notebook with a hundred busy processes gets as much CPU as its
