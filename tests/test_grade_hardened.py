@@ -274,10 +274,16 @@ def test_nbgrader_layout_grades_only_the_releases_assignment(tmp_path):
     assert [n for n, _ in subs["zed"].notebooks] == ["zed.zip:week1/sub/memory.ipynb",
                                                      "zed.zip:week1/tour.ipynb"]
     assert subs["one"].notebooks == [] and "都不同名" in subs["one"].problems[0]
-    # a release of one notebook: a student's one notebook is it, whatever its name
-    one = collect(submitted, tmp_path / "scratch2")[2]
-    select(one, _release(tmp_path, "tour.ipynb"))
-    assert [n for n, _ in one.notebooks] == ["我的作业.ipynb"] and not one.skipped
+    # a release of one notebook: a student's one notebook is it, whatever its name, but not one
+    # in a folder of its own (next week's)
+    (submitted / "solo" / "week2").mkdir(parents=True)
+    (submitted / "solo" / "week2" / "memory.ipynb").write_text("{}", encoding="utf-8")
+    subs = {s.student: s for s in collect(submitted, tmp_path / "scratch2")}
+    for sub in subs.values():
+        select(sub, _release(tmp_path, "tour.ipynb"))
+    assert [n for n, _ in subs["one"].notebooks] == ["我的作业.ipynb"] and not subs["one"].skipped
+    assert subs["solo"].notebooks == []
+    assert subs["solo"].skipped == ["week2/memory.ipynb（不是这次作业发下的笔记本）"]
 
 
 # --- the sandbox's processes (findings 4, 5 and 9) --------------------------------------------

@@ -971,15 +971,18 @@ def test_grade_hostile_submissions_harm_nothing_but_their_own_row(grading, kit_p
     huge = (feedback / "h10-huge.md").read_text(encoding="utf-8")
     assert "ex-tour-2：读到 1e+400，✗ 不是一个有效的数" in huge and "ex-tour-5：读到 7e+4000" in huge, huge
     assert "第 2 个单元格 ZeroDivisionError" in rows["h11-pidfd"][1], rows["h11-pidfd"]  # not forged away
-    pidfd_run = json.dumps(nbformat.read(here / "grades" / "autograded" / "h11-pidfd" / "tour.ipynb",
-                                         as_version=4).cells)
+    pidfd_run = json.dumps([c.get("outputs") for c in nbformat.read(
+        here / "grades" / "autograded" / "h11-pidfd" / "tour.ipynb", as_version=4).cells])
     assert "took []" in pidfd_run and "FORGED-BY-THE-KERNEL" not in pidfd_run
-    environ_run = (here / "grades" / "autograded" / "h12-environ" / "tour.ipynb").read_text(encoding="utf-8")
-    assert "TMATH_GRADING" in environ_run and TEACHER_TOKEN not in environ_run
-    hog_run = (here / "grades" / "autograded" / "h13-hog" / "tour.ipynb").read_text(encoding="utf-8")
-    assert "held 2400 MiB" not in hog_run
+    def outputs(student: str) -> str:
+        nb = nbformat.read(here / "grades" / "autograded" / student / "tour.ipynb", as_version=4)
+        return json.dumps([c.get("outputs") for c in nb.cells], ensure_ascii=False)
+
+    environ_run = outputs("h12-environ")
+    assert "TMATH_GRADING=1" in environ_run and TEACHER_TOKEN not in environ_run
+    assert "held 2400 MiB" not in outputs("h13-hog")
     # the honest notebooks' answer cells recorded their answers without the kit's slow hashes
-    grace_run = (here / "grades" / "autograded" / "grace" / "tour.ipynb").read_text(encoding="utf-8")
+    grace_run = outputs("grace")
     assert "评分时不自查" in grace_run and "✓ 正确" not in grace_run
     assert (here / "submitted" / "heidi" / "tour.ipynb").read_bytes() == run.heidi
     # the attackers score nothing: no keys in the kit (h1), no classmate to copy (h2)

@@ -264,7 +264,8 @@ def select(sub: Submission, assignment: Assignment) -> None:
     those are this assignment's; the rest (``week2/``) are not run. Of two notebooks with the
     release's name, the one at the release's own path counts (else the least deep, then the
     first in sorted order). A student who hands in one notebook for a release of one (``alice.ipynb``, or a
-    renamed copy) is graded on it. At most :data:`STUDENT_BYTES` of a student's notebooks run."""
+    renamed copy), not in a folder of its own (``week2/``), is graded on it. At most
+    :data:`STUDENT_BYTES` of a student's notebooks run."""
     handed = list(sub.notebooks)
     if not handed:
         return
@@ -273,8 +274,9 @@ def select(sub: Submission, assignment: Assignment) -> None:
         sub.skipped += [f"{n}（不是这次作业 {assignment.name} 的文件夹里的）" for n, p in handed
                         if (n, p) not in inside]
         handed = inside
-    if len(assignment.notebooks) == 1 and len(handed) == 1:
-        sub.notebooks = handed
+    alone = len(handed) == 1 and len(_in_assignment(handed[0][0], assignment.name)) == 1
+    if len(assignment.notebooks) == 1 and alone:
+        sub.notebooks = handed  # not in a folder (another week's?): the one notebook, whatever its name
     else:
         chosen: list[tuple[str, Path]] = []
         by_name: dict[str, list[tuple[str, Path]]] = {}
