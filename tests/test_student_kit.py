@@ -550,18 +550,30 @@ def _submission(answers: dict[str, str], scratch: dict[str, str] | None = None) 
     return nb
 
 
-ALICE = {  # partly right: ex-tour-4 is the classic 4, ex-tour-5 left blank
-    "ex-tour-1": "12 * (12 * 768**2 + 13 * 768) + (50257 + 2048) * 768 + 2 * 768",
-    "ex-tour-1/share": "32.08", "ex-tour-2": "108", "ex-tour-3/extra": "50257 * 12288",
-    "ex-tour-3/share": "0.72", "ex-tour-4": "4",
-}
-BOB = {  # crashes: his first answer cell uses a name he never defined, a scratch cell divides by zero
-    "ex-tour-1": "n_params", "ex-tour-1/share": "32.1", "ex-tour-2": "107", "ex-tour-3/extra": "617558016",
-    "ex-tour-3/share": "0.7192", "ex-tour-4": "3.9998",
-}
-BOB_SCRATCH = {"ex-tour-3": "ratio = 12 / 0"}
+def _readme_answers() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+    """{student: (answers, scratch cells)} as the README's worked example writes them: the
+    ``my_answer`` lines of its first Python block after "**Worked example**", by student
+    (``# alice/tour.ipynb: ...``), and a scratch cell placed before the answer cell its comment
+    names. The test grades what the README says, not a copy of it (the README's Bob, who left
+    no word of ex-tour-5, scored 4/7 for a reader; the table said 3/7)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"\*\*Worked example\*\*.*?```python\n(.*?)```", readme, re.S).group(1)
+    found: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+    for line in block.splitlines():
+        if head := re.fullmatch(r"# (\w+)/tour\.ipynb: .*", line):
+            answers, scratch = found.setdefault(head.group(1), ({}, {}))
+        elif mine := re.fullmatch(r'my_answer\("([^"]+)", (.+)\)', line):
+            answers[mine.group(1)] = mine.group(2)
+        else:
+            code, before = re.fullmatch(r"(.+?)  # .*answer cell of (ex-[\w-]+)", line).groups()
+            scratch[before] = code
+    return found
 
-DAN = {"ex-tour-2": "108", "ex-tour-5": "218112000"}  # two answers, both right
+
+README_ANSWERS = _readme_answers()
+ALICE, _ = README_ANSWERS["alice"]  # partly right: ex-tour-4 is the classic 4, ex-tour-5 left blank
+BOB, BOB_SCRATCH = README_ANSWERS["bob"]  # a name never defined, a scratch cell divides by zero
+DAN, _ = README_ANSWERS["dan"]  # two answers, both right
 
 EXPECTED_GRADES = """\
 学生,状态,得分,满分,ex-tour-1,ex-tour-1/share,ex-tour-2,ex-tour-3/extra,ex-tour-3/share,ex-tour-4,ex-tour-5
@@ -594,8 +606,8 @@ class _GradingRun:
     """``python -m tmath grade ... --kit-env KIT_VENV`` started, in a process of its own, by a
     thread that waits for the kit venv's install first; waited for later."""
 
-    def __init__(self, folder: Path, *args: str):
-        self.folder, self.args = folder, args
+    def __init__(self, folder: Path, *args: str, env: dict | None = None):
+        self.folder, self.args, self.env = folder, args, env
         self.proc: subprocess.Popen | None = None
         self.started = threading.Event()
 
@@ -605,7 +617,8 @@ class _GradingRun:
                 venv = install.wait().parents[1]
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "tmath", "grade", *self.args, "--kit-env", str(venv)],
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                    env=None if self.env is None else {**os.environ, **self.env})
             finally:
                 self.started.set()
 
@@ -702,6 +715,11 @@ def _right_answers() -> dict[str, str]:
 #: The hostile run's timeout: two of its notebooks (the fork bomb, the infinite loop) run until it,
 #: and the honest ones' cells (1.3 s alone) must end within it on a loaded machine.
 HOSTILE_TIMEOUT = 15
+#: The hostile run's memory per sandbox (``--memory``): h13-hog's four processes hold 2.4 GiB
+#: without it.
+HOSTILE_MEMORY_GIB = 1.5
+#: In the hostile run's environment (the teacher's): no notebook may read it.
+TEACHER_TOKEN = "teacher-token-3c9e1f"
 
 
 def _grade_a_class_with_hostile_submissions(folder: Path) -> _GradingRun:
@@ -722,10 +740,22 @@ def _grade_a_class_with_hostile_submissions(folder: Path) -> _GradingRun:
     for student, (code, in_answer_cell) in hostile_notebooks.cases(marker, listener.getsockname()[1]).items():
         answers = hostile_notebooks.STOLEN if student == "h2-classmate" else {}
         nb = hostile_notebooks.place(_submission(answers), code, in_answer_cell)
+        if student == "h11-pidfd":  # the error its forged notebook hid
+            nb.cells.insert(1, nbformat.v4.new_code_cell("1 / 0"))
         (submitted / student).mkdir(parents=True)
         nbformat.write(nb, submitted / student / "tour.ipynb")
+    # issue 39: what broke the grader's code around the sandbox, handed in as files
+    for student, week in (("judy", "."), ("kim", "week1"), ("00123", "."), ("=1+1", ".")):
+        (submitted / student / week).mkdir(parents=True)
+        nbformat.write(_submission(right), submitted / student / week / "tour.ipynb")
+    nbformat.write(_submission({}), submitted / "judy" / "tour_draft.ipynb")  # blank, handed in too
+    (submitted / "kim" / "week2").mkdir()  # nbgrader's layout: next week's notebooks are not run
+    nbformat.write(_submission({}, {"ex-tour-2": FOREVER}), submitted / "kim" / "week2" / "tour.ipynb")
+    with zipfile.ZipFile(submitted / "mallory.zip", "w") as z:  # a member named by grace's path
+        z.writestr(str(submitted / "grace" / "tour.ipynb"), nbformat.writes(_submission({})))
     run = _GradingRun(here, str(submitted), "--out", str(here / "grades" / "grades.csv"),
-                      "--timeout", str(HOSTILE_TIMEOUT), "--jobs", "2", "--release", str(_release(here)))
+                      "--timeout", str(HOSTILE_TIMEOUT), "--jobs", "2", "--release", str(_release(here)),
+                      "--memory", str(HOSTILE_MEMORY_GIB), env={"TMATH_TEACHER_TOKEN": TEACHER_TOKEN})
     run.marker, run.listener = marker, listener
     run.heidi = (submitted / "heidi" / "tour.ipynb").read_bytes()
     return run
@@ -888,11 +918,16 @@ def _uid(proc: Path) -> int | None:
 
 
 def test_grade_hostile_submissions_harm_nothing_but_their_own_row(grading, kit_python):
-    """Nine hostile notebooks (``tests/hostile_notebooks.py``) and two honest ones, graded in
-    one run. Each attack did harm with the grader that ran the notebooks in the teacher's
-    environment (the commit that added this test says what); in the sandbox none does: no
-    classmate's grade or file changes, no file is left outside the sandbox's scratch folder,
-    no process is left, nothing reaches the network, and the grader finishes with every row."""
+    """Thirteen hostile notebooks (``tests/hostile_notebooks.py``), a zip whose member is named
+    by a classmate's path, and six honest students, graded in one run. Each of the first nine
+    attacks did harm with the grader that ran the notebooks in the teacher's environment (the
+    commit that added this test says what); in the sandbox none does: no classmate's grade or
+    file changes, no file is left outside the sandbox's scratch folder, no process is left,
+    nothing reaches the network, and the grader finishes with every row. The rest broke the
+    grader's code around the sandbox (issue 39; ``tests/test_grade_hardened.py`` shows each
+    failing before): a number no float holds, the kernel forging the worker's output, the
+    teacher's environment, 2.4 GiB in four processes, a blank draft beside the notebook,
+    next week's folder, formula and number-like student names."""
     run = grading["test_grade_hostile_submissions_harm_nothing_but_their_own_row"]
     proc, here, marker = run.wait(), run.folder, run.marker
     try:
@@ -915,12 +950,40 @@ def test_grade_hostile_submissions_harm_nothing_but_their_own_row(grading, kit_p
     assert not groups, groups
     assert proc.returncode == 0, proc.stderr[-3000:]  # h5 sent SIGKILL to the grader: it never saw it
     table = (here / "grades" / "grades.csv").read_text(encoding="utf-8-sig")
-    rows = {r[0]: r for r in csv.reader(io.StringIO(table))}
+    from test_grade_hardened import _spreadsheet_check
+
+    rows = {r[0]: r for r in _spreadsheet_check(table)}
     hostile = hostile_notebooks.cases(marker, 0)
-    assert set(rows) == {"学生", "grace", "heidi", *hostile}
+    honest = ["grace", "heidi", "judy", "kim", "'00123", "'=1+1"]
+    assert set(rows) == {"学生", *honest, "mallory", *hostile}
     assert all(r[3] == "7" for name, r in rows.items() if name != "学生"), "the release's maximum for all"
     # the classmates: every answer right, graded, and heidi's file as she handed it in
     assert rows["grace"][1:4] == ["已评分", "7", "7"] and rows["heidi"][1:4] == ["已评分", "7", "7"], table
+    # issue 39: judy's blank draft is listed, not graded; kim's week 2 is not run; mallory's zip
+    # member named by grace's path is the zip's (blank), not grace's notebook; IDs stay text
+    skipped = "已评分；没有评分的笔记本："
+    assert rows["judy"][1:4] == [f"{skipped}tour_draft.ipynb（不是这次作业发下的笔记本）", "7", "7"]
+    assert rows["kim"][1:4] == [f"{skipped}week2/tour.ipynb（不是这次作业 week1 的文件夹里的）", "7", "7"]
+    assert rows["mallory"][1:3] == ["已评分", "0"], rows["mallory"]
+    assert rows["'00123"][1:3] == ["已评分", "7"] and rows["'=1+1"][1:3] == ["已评分", "7"]
+    feedback = here / "grades" / "feedback"
+    assert {p.stem for p in feedback.glob("*.md")} == {r.strip("'") for r in rows if r != "学生"}
+    huge = (feedback / "h10-huge.md").read_text(encoding="utf-8")
+    assert "ex-tour-2：读到 1e+400，✗ 不是一个有效的数" in huge and "ex-tour-5：读到 7e+4000" in huge, huge
+    assert "第 2 个单元格 ZeroDivisionError" in rows["h11-pidfd"][1], rows["h11-pidfd"]  # not forged away
+    pidfd_run = json.dumps([c.get("outputs") for c in nbformat.read(
+        here / "grades" / "autograded" / "h11-pidfd" / "tour.ipynb", as_version=4).cells])
+    assert "took []" in pidfd_run and "FORGED-BY-THE-KERNEL" not in pidfd_run
+    def outputs(student: str) -> str:
+        nb = nbformat.read(here / "grades" / "autograded" / student / "tour.ipynb", as_version=4)
+        return json.dumps([c.get("outputs") for c in nb.cells], ensure_ascii=False)
+
+    environ_run = outputs("h12-environ")
+    assert "TMATH_GRADING=1" in environ_run and TEACHER_TOKEN not in environ_run
+    assert "held 2400 MiB" not in outputs("h13-hog")
+    # the honest notebooks' answer cells recorded their answers without the kit's slow hashes
+    grace_run = outputs("grace")
+    assert "评分时不自查" in grace_run and "✓ 正确" not in grace_run
     assert (here / "submitted" / "heidi" / "tour.ipynb").read_bytes() == run.heidi
     # the attackers score nothing: no keys in the kit (h1), no classmate to copy (h2)
     assert {name: rows[name][2] for name in hostile} == dict.fromkeys(hostile, "0"), table

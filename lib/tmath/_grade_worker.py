@@ -130,9 +130,27 @@ def run(nb, budget: float, folder: str, cell_limit: float | None = None) -> dict
     return status
 
 
+def undumpable() -> bool:
+    """Make this process one that no other process of its user may inspect or take apart
+    (``prctl(PR_SET_DUMPABLE, 0)``): the kernel runs as this process's user, and without this it
+    took this process's output pipe (``pidfd_getfd``) and wrote the grader a forged executed
+    notebook. Not dumpable, the process's ``/proc/PID/fd``, ``mem`` and ``environ``, ptrace and
+    ``pidfd_getfd`` need ``CAP_SYS_PTRACE``, which nothing in the sandbox has; an ``exec`` makes
+    a process dumpable again, so the kernel this process starts is not protected (it needs no
+    protection: it is the student's). False where there is no ``prctl`` (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_dumpable = 4
+    return ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) == 0
+
+
 def main(argv: list[str]) -> int:
     import nbformat
 
+    if not undumpable() and sys.platform.startswith("linux"):
+        raise SystemExit("prctl(PR_SET_DUMPABLE, 0) failed: the kernel could take this process's output")
     budget, name = float(argv[0]), Path(argv[1]).name
     cell_limit = float(argv[2]) if len(argv) > 2 else None
     # The answer goes to the grader on this process's own standard output, which nothing it

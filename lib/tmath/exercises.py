@@ -392,14 +392,18 @@ def answer_record(label: str, value) -> tuple[str, dict]:
     if value is None:
         return f"{label}：尚未作答（把 None 换成你的答案，再运行本单元格）", {"label": label, "value": None}
     _load()
-    if label in _GRADED:  # the kit holds nothing of this key: record the answer, check nothing
+    # The kit holds nothing of this key (a graded exercise), or the grader runs the notebook
+    # (TMATH_GRADING, set in its sandbox: it checks the answer itself, without the slow hashes):
+    # record the answer, check nothing.
+    grading = _KIT and os.environ.get("TMATH_GRADING") == "1"
+    if label in _GRADED or grading:
         try:
             x = _number(value)
         except (TypeError, ValueError) as e:
             return f"{label}：✗ {e}", {"label": label, "value": None, "error": str(e)}
         exact = isinstance(value, numbers.Integral) or hasattr(value, "__index__")
-        return (f"{label}：已记下你的答案 {plain_number(x) if not exact else int(value)}"
-                "（这道题由老师评分，课程包里没有它的自查）",
+        why = "评分时不自查，由评分程序核对" if grading else "这道题由老师评分，课程包里没有它的自查"
+        return (f"{label}：已记下你的答案 {plain_number(x) if not exact else int(value)}（{why}）",
                 {"label": label, "value": int(value) if exact else float(value)})
     try:
         message = repr(check(value, label))

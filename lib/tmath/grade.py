@@ -16,7 +16,10 @@ can point this at its ``submitted/`` folder as it is): one entry per student in
 - one file ``SUBMISSIONS_DIR/<student>.ipynb``, or a zip of notebooks
   ``<student>.zip`` (otter-grader's way of collecting).
 
-Symbolic links are not followed.  Next to ``--out`` it writes, with nbgrader's folder names,
+Symbolic links are not followed.  One notebook of a student's runs per notebook of the release,
+matched by name, and in nbgrader's layout only those in the folder named as the release's
+(:func:`select`); the others are listed in 状态 and the feedback, not run.  A zip's members
+are read from the zip, whatever their names.  Next to ``--out`` it writes, with nbgrader's folder names,
 ``autograded/<student>/...`` (the notebooks as executed) and ``feedback/<student>.md`` (in
 Chinese: for each exercise part the value read, right or not, with the tolerance used, never
 the key).
@@ -53,8 +56,10 @@ row per student and part graded by hand (an answer cell with no key, or one whos
 ``metadata.tmath.manual`` gives it points), with the student's text and an empty 得分 for the
 teacher; ``tmath grade-merge grades.csv manual.csv --out total.csv`` adds the filled scores to
 the totals (:func:`merge_manual`).  UTF-8 with a byte-order
-mark, which spreadsheet programs need to show Chinese.  Written after every notebook has
-run, atomically, as the feedback files are.
+mark, which spreadsheet programs need to show Chinese; no cell holds a line break or starts
+as a formula, and an ID like ``00123`` stays text (:func:`_spreadsheet_safe`).  Written after
+every notebook has run, atomically, as the feedback files are (whose student text is escaped
+for Markdown and HTML, :func:`_markdown_safe`).
 """
 
 from __future__ import annotations
@@ -65,9 +70,11 @@ import io
 import json
 import os
 import queue
+import re
 import sys
 import tempfile
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -121,6 +128,10 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"一个单元格最多运行多少秒（默认 {CELL_SECONDS:g}）：超过就中断它，"
                         "后面的单元格照常运行，死循环只让这一个单元格失分")
     p.add_argument("--jobs", type=int, default=1, help="同时运行几个笔记本（默认 1）")
+    p.add_argument("--memory", type=float, default=sandbox.SANDBOX_MEMORY_BYTES / 2**30, metavar="GiB",
+                   help="一个笔记本的沙箱里所有进程合计最多用多少内存，单位 GiB"
+                        f"（默认 {sandbox.SANDBOX_MEMORY_BYTES / 2**30:g}；要有 cgroup 才能限制合计，"
+                        "没有时只限制每个进程的地址空间）")
     p.set_defaults(func=run_grade)
     return p
 
@@ -130,7 +141,7 @@ def run_grade(args: argparse.Namespace) -> int:
     try:
         rows = grade(Path(args.submissions), Path(args.out), timeout=args.timeout,
                      release=Path(args.release), kit_env=Path(args.kit_env), jobs=args.jobs,
-                     cell_timeout=args.cell_timeout)
+                     cell_timeout=args.cell_timeout, memory=args.memory)
     except GradeError as e:
         print(f"tmath grade：错误：{e}", file=sys.stderr)
         return 2
@@ -148,6 +159,9 @@ class Submission:
     student: str
     notebooks: list[tuple[str, Path]] = field(default_factory=list)  # (name shown, file)
     problems: list[str] = field(default_factory=list)
+    #: notebooks handed in and not graded (not the release's, another assignment's, a second
+    #: copy), each with why: listed in 状态 and the feedback
+    skipped: list[str] = field(default_factory=list)
 
 
 def _visible(path: Path) -> bool:
@@ -156,22 +170,33 @@ def _visible(path: Path) -> bool:
 
 
 def _unzip(entry: Path, sub: Submission, target: Path) -> None:
-    """The notebooks of a student's zip, unpacked into ``target`` (none of its paths leaves it:
-    ``ZipFile.extract`` drops ``..`` and leading slashes), if they are not too large."""
+    """The notebooks of a student's zip, unpacked into ``target`` if they are not too large.
+
+    Each member is read from the zip and written to a file of its own under ``target``
+    (numbered: two members may have one name): a member's name is never a path of this
+    machine. (``target / name`` was, for a name that starts with ``/``: the member
+    ``/proc/self/cwd/submitted/alice.ipynb`` had the grader read alice's notebook.)"""
     try:
         with zipfile.ZipFile(entry) as z:
             members = [i for i in z.infolist()
-                       if i.filename.endswith(".ipynb") and _visible(Path(i.filename))]
+                       if i.filename.endswith(".ipynb") and not i.is_dir()
+                       and _visible(PurePosixPath(i.filename.replace("\\", "/")))]
             if sum(i.file_size for i in members) > ZIP_BYTES:
                 sub.problems.append(f"文件太大：{entry.name} 里的笔记本解压后超过 {ZIP_BYTES // 2**20} MB")
                 return
-            for info in members:
-                z.extract(info, target)
-            sub.notebooks = [(f"{entry.name}:{i.filename}", target / i.filename)
-                             for i in sorted(members, key=lambda i: i.filename)]
+            members.sort(key=lambda i: i.filename)
+            for number, info in enumerate(members):
+                path = target / str(number) / _inside(info.filename).name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as src, path.open("wb") as dst:
+                    while block := src.read(1 << 20):
+                        dst.write(block)
+                sub.notebooks.append((f"{entry.name}:{info.filename}", path))
         if not members:
             sub.problems.append(f"没有找到笔记本：{entry.name} 里没有 .ipynb 文件")
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError):
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, EOFError, zlib.error):
+        # RuntimeError: an encrypted member; zlib.error: a damaged one
+        sub.notebooks = []
         sub.problems.append(f"不是笔记本：{entry.name} 不是有效的 zip 文件")
 
 
@@ -211,6 +236,80 @@ def collect(folder: Path, scratch: Path) -> list[Submission]:
     return subs
 
 
+#: At most this many bytes of one student's notebooks run (each one at most NOTEBOOK_BYTES).
+STUDENT_BYTES = 200 * 2**20
+
+
+def _parts(name: str) -> tuple[str, ...]:
+    """The folders and file name of a notebook shown as ``name`` (``a.zip:w1/t.ipynb``: the
+    member's path in the zip), ``\\`` read as ``/``."""
+    return tuple(p for p in PurePosixPath(name.split(":", 1)[-1].replace("\\", "/")).parts
+                 if p not in ("/", ".", ".."))
+
+
+def _in_assignment(name: str, assignment: str) -> tuple[str, ...]:
+    """The path of a notebook shown as ``name`` below the folder ``assignment`` (or whole)."""
+    parts = _parts(name)
+    folders = [i for i, p in enumerate(parts[:-1]) if p == assignment]
+    return parts[folders[-1] + 1:] if folders else parts
+
+
+def select(sub: Submission, assignment: Assignment) -> None:
+    """Keep in ``sub.notebooks`` one handed-in notebook per notebook of the release, matched by
+    file name, and move the others to ``sub.skipped`` (graded, a blank ``tour_draft.ipynb``
+    beside ``tour.ipynb`` overwrote the real answers).
+
+    nbgrader's layout (``submitted/<student>/<assignment>/``): where a student's notebooks lie
+    in a folder named as the release's folder (``--release release/week1``: ``week1``), only
+    those are this assignment's; the rest (``week2/``) are not run. Of two notebooks with the
+    release's name, the one at the release's own path counts (else the least deep, then the
+    first in sorted order). A student who hands in one notebook for a release of one (``alice.ipynb``, or a
+    renamed copy), not in a folder of its own (``week2/``), is graded on it. At most
+    :data:`STUDENT_BYTES` of a student's notebooks run."""
+    handed = list(sub.notebooks)
+    if not handed:
+        return
+    inside = [(n, p) for n, p in handed if assignment.name in _parts(n)[:-1]]
+    if inside and len(inside) < len(handed):
+        sub.skipped += [f"{n}（不是这次作业 {assignment.name} 的文件夹里的）" for n, p in handed
+                        if (n, p) not in inside]
+        handed = inside
+    alone = len(handed) == 1 and len(_in_assignment(handed[0][0], assignment.name)) == 1
+    if len(assignment.notebooks) == 1 and alone:
+        sub.notebooks = handed  # not in a folder (another week's?): the one notebook, whatever its name
+    else:
+        chosen: list[tuple[str, Path]] = []
+        by_name: dict[str, list[tuple[str, Path]]] = {}
+        for n, p in handed:
+            by_name.setdefault(_parts(n)[-1] if _parts(n) else "", []).append((n, p))
+        for released in assignment.notebooks:
+            want = PurePosixPath(released).parts
+            same = by_name.pop(want[-1], [])
+            if not same:
+                continue
+            best = next((x for x in same if _in_assignment(x[0], assignment.name) == want),
+                        min(same, key=lambda x: (len(_parts(x[0])), x[0])))
+            chosen.append(best)
+            sub.skipped += [f"{n}（与 {best[0]} 同名，只评了后者）" for n, p in same if (n, p) != best]
+        for rest in by_name.values():
+            sub.skipped += [f"{n}（不是这次作业发下的笔记本）" for n, p in rest]
+        sub.notebooks = chosen
+        if not chosen:
+            sub.problems.append("没有找到这次作业的笔记本：交来的笔记本与 --release 里的"
+                                f"（{'、'.join(assignment.notebooks[:5])}）都不同名")
+    kept, size = [], 0
+    for n, p in sub.notebooks:
+        try:
+            size += p.stat().st_size
+        except OSError:
+            pass
+        if size > STUDENT_BYTES:
+            sub.skipped.append(f"{n}（这个学生的笔记本合计超过 {STUDENT_BYTES // 2**20} MB）")
+        else:
+            kept.append((n, p))
+    sub.notebooks = kept
+
+
 # --- executing ------------------------------------------------------------------------------------
 
 
@@ -219,6 +318,25 @@ class Execution:
     name: str
     nb: object | None  # the executed notebook (nbformat), None if it could not be read or run
     problem: str | None = None  # a notebook-level problem: not a notebook, timeout, dead kernel
+    #: what :func:`digest` read from ``nb`` before letting it go (the executed copy is on disk):
+    #: the grader holds no class's worth of notebooks (three 41 MB ones held 5.5 GB)
+    answers: Answers | None = None
+    manual: dict[str, str] | None = None
+
+
+def digest(run: Execution, assignment: Assignment) -> Execution:
+    """``run`` with its answers and its parts graded by hand read, and its notebook dropped."""
+    if run.nb is not None:
+        try:
+            run.answers = read_answers(run.nb)
+        except Exception as e:  # noqa: BLE001 - a notebook the reader cannot follow: its row says so
+            run.answers = Answers(errors=[(0, "评分读取出错", type(e).__name__)])
+        try:
+            run.manual = manual_answers(run.nb, assignment)
+        except Exception:  # noqa: BLE001 - an executed copy the reader cannot follow
+            run.manual = {}
+        run.nb = None
+    return run
 
 
 def _read_notebook(path: Path | None = None, text: str | None = None):
@@ -244,7 +362,7 @@ def _read_notebook(path: Path | None = None, text: str | None = None):
 
 
 def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitEnv, slot: int,
-            cell_timeout: float | None = None) -> Execution:
+            cell_timeout: float | None = None, memory: int = sandbox.SANDBOX_MEMORY_BYTES) -> Execution:
     """Run one notebook in a new sandbox (:mod:`tmath.sandbox`) with the course kit's Python;
     the executed copy goes to ``dest``. Whatever the notebook does, this returns."""
     nb, problem = _read_notebook(path)
@@ -253,7 +371,7 @@ def execute(name: str, path: Path, dest: Path, timeout: float, kit: sandbox.KitE
     import nbformat
 
     wall = sandbox_seconds(timeout)
-    with sandbox.cgroups(slot) as groups:
+    with sandbox.cgroups(slot, memory) as groups:
         worker = [str(kit.python), "/grader/worker.py", repr(float(timeout)), Path(name).name]
         if cell_timeout is not None:
             worker.append(repr(float(cell_timeout)))
@@ -316,21 +434,27 @@ def read_answers(nb) -> Answers:
     from tmath.exercises import ANSWER_MIME
 
     found = Answers()
+    seen: set[str] = set()  # found.asked as a set: a membership test in the list made reading quadratic
     for number, cell in enumerate(nb.cells, start=1):
         meta = _tmath_meta(cell)
         tagged = meta is not None
         asked = _labels(meta) if tagged else []
-        found.asked += [a for a in asked if a not in found.asked]
+        for a in asked:
+            if a not in seen:
+                seen.add(a)
+                found.asked.append(a)
         if cell.get("cell_type") != "code":
             continue
+        failed = False
         for output in cell.get("outputs", []):
             if not isinstance(output, dict):
                 continue
             if output.get("output_type") == "error":
                 error = (number, str(output.get("ename", ""))[:100], str(output.get("evalue", ""))[:200])
                 found.errors.append(error)
-                for label in asked:  # the answers this cell did not get to record
+                for label in asked if not failed else ():  # the answers this cell did not get to record
                     found.notes.setdefault(label, f"答案单元格运行出错（{error[1]}: {error[2]}）")
+                failed = True
             data = output.get("data")
             record = data.get(ANSWER_MIME) if isinstance(data, dict) else None
             if not isinstance(record, dict) or not isinstance(record.get("label"), str):
@@ -375,6 +499,9 @@ class Assignment:
     manual: dict[str, int] = field(default_factory=dict)
     #: the ids of the release's cells: a submission's cell with another id is the student's own
     cell_ids: frozenset[str] = frozenset()
+    #: the release folder's name (nbgrader's ``release/<assignment>/``): a student's notebooks in
+    #: a folder of this name are this assignment's (:func:`select`)
+    name: str = ""
 
     @property
     def total(self) -> int:
@@ -417,7 +544,7 @@ class Assignment:
         if not points and not manual:
             raise GradeError(f"--release：{release} 的笔记本里没有答案单元格（标签 answer），"
                              "没有可以评分的题")
-        return cls(notebooks, points, manual, frozenset(ids))
+        return cls(notebooks, points, manual, frozenset(ids), release.resolve().name)
 
 
 def _tmath_meta(cell) -> dict | None:
@@ -442,11 +569,26 @@ def _shown(value) -> str:
         text = repr(value)
         return text if len(text) <= 40 else text[:37] + "..."
     if isinstance(value, int):
-        return str(value) if abs(value) < 10**30 else f"{float(value):g}"
+        if abs(value) < 10**30:
+            return str(value)
+        # 10**400 has no float: its digits, in scientific form (a JSON integer has at most
+        # sys.get_int_max_str_digits() of them: nbformat could not read more)
+        try:
+            digits = str(abs(value))
+        except ValueError:
+            return f"{'-' if value < 0 else ''}约 2^{abs(value).bit_length() - 1} 的整数"
+        mantissa = f"{digits[0]}.{digits[1:6]}".rstrip("0").rstrip(".")
+        return f"{'-' if value < 0 else ''}{mantissa}e+{len(digits) - 1}"
     try:
         return plain_number(value) if 1e-6 <= abs(value) < 1e21 or value == 0 else repr(value)
     except (ValueError, OverflowError):
         return repr(value)
+
+
+def _why(e: Exception) -> str:
+    if isinstance(e, OverflowError):
+        return "太大，超出浮点数的范围"
+    return " ".join(str(e).split())[:200]
 
 
 def _check(label: str, value, note: str | None = None) -> tuple[bool | None, str]:
@@ -460,9 +602,11 @@ def _check(label: str, value, note: str | None = None) -> tuple[bool | None, str
             return None, f"{label}：没有读到答案：{note}（容差：{tolerance}）"
         return None, f"{label}：未作答（容差：{tolerance}）"
     try:
+        if isinstance(value, int) and value.bit_length() > 1024:  # 10**400: no float holds it
+            raise OverflowError(value.bit_length())
         result = check(value, label)
-    except (TypeError, ValueError) as e:
-        return False, f"{label}：读到 {_shown(value)}，✗ 不是一个有效的数（{e}）"
+    except (TypeError, ValueError, ArithmeticError) as e:
+        return False, f"{label}：读到 {_shown(value)}，✗ 不是一个有效的数（{_why(e)}）"
     verdict = "✓ 正确" if result.correct else "✗ 还不对"
     return result.correct, f"{label}：读到 {_shown(value)}，{verdict}（容差：{tolerance}）"
 
@@ -477,13 +621,20 @@ def _status(sub: Submission, runs: list[Execution], answers: list[Answers]) -> s
             more = f"（另有 {len(found.errors) - 1} 个单元格出错）" if len(found.errors) > 1 else ""
             problems.append(f"执行出错：{run.name} 第 {number} 个单元格 {ename}: {evalue}{more}，"
                             "其余单元格照常运行，读到的答案照常计分")
-    return "；".join(problems) if problems else "已评分"
+    status = "；".join(problems) if problems else "已评分"
+    if sub.skipped:  # graded all the same: a draft handed in beside the notebook is not a problem
+        more = f"等 {len(sub.skipped)} 个" if len(sub.skipped) > 5 else ""
+        status += f"；没有评分的笔记本：{'、'.join(sub.skipped[:5])}{more}"
+    return status
 
 
 def _row(sub: Submission, runs: list[Execution], assignment: Assignment) -> Graded:
     """One student's row, from the executed notebooks (untrusted: whatever they hold)."""
     found = []
     for r in runs:
+        if r.answers is not None:
+            found.append(r.answers)
+            continue
         try:
             found.append(read_answers(r.nb) if r.nb is not None else Answers())
         except Exception as e:  # noqa: BLE001 - a notebook the reader cannot follow: its row says so
@@ -533,7 +684,8 @@ def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 
 def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout: float = 600,
-          jobs: int = 1, cell_timeout: float | None = CELL_SECONDS) -> list[Graded]:
+          jobs: int = 1, cell_timeout: float | None = CELL_SECONDS,
+          memory: float = sandbox.SANDBOX_MEMORY_BYTES / 2**30) -> list[Graded]:
     """Execute every submission in a sandbox of its own with the kit's Python (``kit_env``),
     read its answers and check them against the keys; write ``out`` (CSV), the feedback and
     the executed copies. The release fixes the exercises, their points and so the maximum."""
@@ -549,6 +701,9 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         raise GradeError(f"--cell-timeout 必须大于 0 秒（现在是 {cell_timeout:g}）")
     if jobs < 1:
         raise GradeError(f"--jobs 至少为 1（现在是 {jobs}）")
+    if not 0.25 <= memory <= 1024:
+        raise GradeError(f"--memory 应在 0.25 到 1024 GiB 之间（现在是 {memory:g}）："
+                         "一个内核启动就要约 0.2 GiB")
     assignment = Assignment.from_release(Path(release), set(labels()))
     try:
         kit = sandbox.KitEnv.probe(Path(kit_env).resolve())
@@ -566,7 +721,8 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         sub, name, path, dest = task
         slot = slots.get()
         try:
-            return execute(name, path, dest, timeout, kit, slot, cell_timeout)
+            return digest(execute(name, path, dest, timeout, kit, slot, cell_timeout, int(memory * 2**30)),
+                          assignment)
         except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row's
             return Execution(name, None, f"无法运行：{name}（评分程序出错：{type(e).__name__}）")
         finally:
@@ -574,6 +730,8 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
 
     with tempfile.TemporaryDirectory(prefix="tmath-grade-") as scratch:
         subs = collect(submissions, Path(scratch))
+        for sub in subs:
+            select(sub, assignment)
         tasks = [(sub, name, path, autograded / sub.student / _inside(name))
                  for sub in subs for name, path in sub.notebooks]
         handed_in = {Path(name.split(":")[-1]).name for _, name, _, _ in tasks}
@@ -589,27 +747,33 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
         by_student[sub.student].append(r)
     rows = [_row(sub, by_student[sub.student], assignment) for sub in subs]
 
-    table = io.StringIO()
-    writer = csv.writer(table, lineterminator="\n")
-    columns = list(assignment.points)
-    writer.writerow(HEADER + columns)
-    for row in rows:
-        cells = ["" if row.results[c] is None else assignment.points[c] * int(row.results[c])
-                 for c in columns]
-        writer.writerow([row.student, row.status, row.score, assignment.total, *cells])
     for row in rows:
         _write_atomic(feedback_dir / f"{row.student}.md", _feedback(row, assignment.total))
     _write_atomic(base / MANUAL_NAME, manual_table(subs, by_student, assignment), encoding="utf-8-sig")
-    _write_atomic(out, table.getvalue(), encoding="utf-8-sig")
+    _write_atomic(out, grades_table(rows, assignment), encoding="utf-8-sig")
     return rows
+
+
+def grades_table(rows: list[Graded], assignment: Assignment) -> str:
+    """grades.csv: one row per student, every cell :func:`_spreadsheet_safe`."""
+    table = io.StringIO()
+    writer = csv.writer(table, lineterminator="\n")
+    columns = list(assignment.points)
+    writer.writerow([_spreadsheet_safe(c) for c in HEADER + columns])
+    for row in rows:
+        cells = ["" if row.results[c] is None else assignment.points[c] * int(row.results[c])
+                 for c in columns]
+        writer.writerow([_spreadsheet_safe(row.student, name=True), _spreadsheet_safe(row.status),
+                         row.score, assignment.total, *cells])
+    return table.getvalue()
 
 
 def _feedback(row: Graded, total: int) -> str:
     points = set(row.points.values())
     rule = "答对一题得 1 分" if points <= {1} else "每题的分值见成绩表"
-    lines = [f"# 作业反馈：{row.student}", "", f"状态：{row.status}", "",
+    lines = [f"# 作业反馈：{_markdown_safe(row.student)}", "", f"状态：{_markdown_safe(row.status)}", "",
              f"得分：{row.score} / {total}（{rule}）", ""]
-    lines += [f"- {line}" for line in row.feedback]
+    lines += [f"- {_markdown_safe(line)}" for line in row.feedback]
     lines += ["", "“读到”后面是从你的答案单元格里读出的答案。容差以内的答案都判为正确；“精确整数”的题必须填"
               "与答案完全相等的整数。反馈不给出正确答案。"]
     return "\n".join(lines) + "\n"
@@ -625,10 +789,50 @@ MANUAL_HEADER = ["学生", "练习", "笔记本", "满分", "得分", "学生的
 MANUAL_CHARS = 5000
 
 
-def _spreadsheet_safe(text: str) -> str:
-    """``text`` as a spreadsheet shows it, never as a formula (a cell starting with ``=``, ``+``,
-    ``-`` or ``@`` is one: the student's text must not run in the teacher's spreadsheet)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+#: What makes a spreadsheet read a cell as a formula (LibreOffice and Excel also read the
+#: fullwidth forms, which a Chinese input method types, as their ASCII ones).
+FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20", "\t", "\r")
+#: A line break or tab in a cell: shown as this mark (a bare ``\r`` split a row of grades.csv in
+#: three in LibreOffice, though the CSV quotes it).
+LINE_MARK = " ⏎ "
+_BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
+#: A name a spreadsheet would read as a number or a date (``00123`` as 123, ``3-4`` as 4 March).
+_NUMBER_LIKE = re.compile(r"[\s\d.,:/+\-%eE]*\d[\s\d.,:/+\-%eE]*")
+
+
+def _spreadsheet_safe(text, name: bool = False) -> str:
+    """``text`` as one cell a spreadsheet shows as it is, never as a formula: no line break or
+    tab (each becomes :data:`LINE_MARK` or a space), and ``'`` before a cell that starts, spaces
+    aside, with a formula's first character (:data:`FORMULA_START`: the student's text must
+    not run in the teacher's spreadsheet). ``name``: a student's or a notebook's name, which
+    also gets ``'`` when a spreadsheet would read it as a number or a date (student ID
+    ``00123`` stays ``00123``; :func:`merge_manual` reads it back either way). A cell that
+    already starts with ``'`` is left as it is, so this can be applied twice."""
+    text = _CONTROLS.sub(" ", _BREAKS.sub(LINE_MARK, str(text)).replace("\t", " "))
+    if text.startswith("'"):
+        return text
+    if text.lstrip()[:1] in FORMULA_START or (name and _NUMBER_LIKE.fullmatch(text)):
+        return "'" + text
+    return text
+
+
+def _id(cell: str) -> str:
+    """A student's name as :func:`_spreadsheet_safe` wrote it, read back (its ``'`` dropped)."""
+    cell = cell.strip()
+    return cell[1:] if cell.startswith("'") else cell
+
+
+#: Characters that Markdown or HTML would read in the feedback (``_`` only at a word's edge).
+_MARKDOWN = re.compile(r"[\\`*\[\]<>|~!#&{}$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def _markdown_safe(text) -> str:
+    """``text`` (the student's: an error message, a name, a value) as Markdown shows it
+    literally: one line, Markdown's and HTML's characters escaped (``&lt;`` for ``<``)."""
+    text = _CONTROLS.sub(" ", _BREAKS.sub(" ", str(text)).replace("\t", " "))
+    entities = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+    return _MARKDOWN.sub(lambda m: entities.get(m.group(), "\\" + m.group()), text)
 
 
 def _cell_text(cell) -> str:
@@ -677,17 +881,21 @@ def manual_table(subs: list[Submission], runs: dict[str, list[Execution]], assig
     for sub in subs:
         answers: dict[str, tuple[str, str]] = {}
         for run in runs.get(sub.student, []):
-            if run.nb is None:
+            if run.manual is not None:
+                found = run.manual
+            elif run.nb is None:
                 continue
-            try:
-                found = manual_answers(run.nb, assignment)
-            except Exception:  # noqa: BLE001 - an executed copy the reader cannot follow
-                continue
+            else:
+                try:
+                    found = manual_answers(run.nb, assignment)
+                except Exception:  # noqa: BLE001 - an executed copy the reader cannot follow
+                    continue
             for exercise, text in found.items():
                 answers.setdefault(exercise, (run.name, text))
         for exercise, points in assignment.manual.items():
             name, text = answers.get(exercise, ("", "（没有找到这道题的答案单元格）"))
-            writer.writerow([sub.student, exercise, name, points, "", _spreadsheet_safe(text)])
+            writer.writerow([_spreadsheet_safe(sub.student, name=True), _spreadsheet_safe(exercise),
+                             _spreadsheet_safe(name, name=True), points, "", _spreadsheet_safe(text)])
     return table.getvalue()
 
 
@@ -740,7 +948,13 @@ def merge_manual(grades: Path, manual: Path) -> str:
     if not marks or marks[0][:len(MANUAL_HEADER) - 1] != MANUAL_HEADER[:-1]:
         raise GradeError(f"manual.csv：{manual} 不是 tmath grade 写出的人工评分表"
                          f"（第一行应以 {','.join(MANUAL_HEADER)} 开头）")
-    students = [r[0] for r in rows[1:] if r]
+    students = [_id(r[0]) for r in rows[1:] if r]
+    # A spreadsheet may have turned student ID 00123 into 123 in one file (the other keeping it):
+    # 123 stands for 00123 when exactly one student of grades.csv has that number.
+    by_number: dict[int, list[str]] = {}
+    for s in students:
+        if s.isdigit():
+            by_number.setdefault(int(s), []).append(s)
     exercises: list[str] = []
     given: dict[tuple[str, str], float] = {}
     most: dict[str, float] = {}
@@ -748,8 +962,15 @@ def merge_manual(grades: Path, manual: Path) -> str:
     for number, row in enumerate(marks[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
-        student, exercise, _name, top, score = (row + [""] * 5)[:5]
+        student, exercise, _name, top, score = (_id(c) for c in (row + [""] * 5)[:5])
         where = f"第 {number} 行（学生 {student}，练习 {exercise}）"
+        if student not in students and student.isdigit():
+            same = by_number.get(int(student), [])
+            if len(same) > 1:
+                errors.append(f"{where}：学号 {student} 可能是 {'、'.join(same)} 中的任何一个"
+                              "（电子表格去掉了学号开头的 0）：请把这一行的学号改回 grades.csv 里的写法")
+                continue
+            student = same[0] if same else student
         try:
             top_value = float(top)
         except ValueError:
@@ -784,17 +1005,19 @@ def merge_manual(grades: Path, manual: Path) -> str:
         raise GradeError("manual.csv：" + "；".join(errors[:10]) + more)
     table = io.StringIO()
     writer = csv.writer(table, lineterminator="\n")
-    writer.writerow(rows[0] + [f"{e}（人工）" for e in exercises])
+    writer.writerow([_spreadsheet_safe(c) for c in rows[0] + [f"{e}（人工）" for e in exercises]])
     for row in rows[1:]:
         if not row:
             continue
         student, status, score, top, *cells = row
+        student = _id(student)
         extra = [given[student, e] for e in exercises]
         try:
             total = float(score) + sum(extra)
             out_of = float(top) + sum(most[e] for e in exercises)
         except ValueError:
             raise GradeError(f"grades.csv：学生 {student} 的得分 {score!r} 或满分 {top!r} 不是数") from None
-        writer.writerow([student, status, _number_text(total), _number_text(out_of), *cells,
+        writer.writerow([_spreadsheet_safe(student, name=True), _spreadsheet_safe(status),
+                         _number_text(total), _number_text(out_of), *map(_spreadsheet_safe, cells),
                          *map(_number_text, extra)])
     return table.getvalue()

@@ -22,6 +22,18 @@ without Docker have, CI included. The sandbox has
 - **limits** (``prlimit``, per process): :data:`MEMORY_BYTES` of address space,
   :data:`PROCESSES` processes (threads count) for the sandbox's user, CPU seconds, the size
   of a file and the number of open files;
+- **memory as a whole** (:func:`cgroups`): where the grader may make a memory cgroup (v1 as
+  root, as on CI's machines; v2 where its own group delegates ``memory``), each sandbox's
+  processes and tmpfs files share :data:`SANDBOX_MEMORY_BYTES` (``--memory``); elsewhere only
+  the per-process limit holds (four processes of one notebook held 10 GiB);
+- **the worker out of the kernel's reach**: the kernel runs as the worker's user. The worker
+  is the sandbox's pid 1 (``--as-pid-1``: no reaper of bwrap's holds a copy of its output
+  pipe, and signals from inside do not reach it) and not dumpable
+  (:func:`tmath._grade_worker.undumpable`), so the kernel cannot take its output pipe
+  (``pidfd_getfd``, ``/proc/PID/fd``) to forge the executed notebook, nor kill it;
+- **no environment of the grader's**: bwrap starts with :func:`outer_env` (a normal user's
+  sandbox could read bwrap's environment in ``/proc/1/environ``), its processes with what
+  :func:`command` sets, ``TMATH_GRADING`` included (:data:`GRADING_ENV`);
 - **a fair share of the CPU**: where the grader runs as root on cgroup v1 (CI's machines),
   each sandbox is a group of its own in the ``cpu`` and ``pids`` controllers
   (:func:`cgroups`), so that a notebook with a hundred busy processes gets as much CPU as its
@@ -65,6 +77,11 @@ UID_BASE = 1_000_000_000
 ETC = ("passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "localtime", "mime.types")
 
 WORKER = Path(__file__).with_name("_grade_worker.py")
+#: Set in the sandbox: the kit's answer cells record the answer without checking it against the
+#: kit's slow hashes (``tmath.exercises.answer_record``), which the grader's check replaces (an
+#: answered tour notebook took 22 to 65 s to grade, hashing). A student who sets it in the kit
+#: only loses the self-check.
+GRADING_ENV = {"TMATH_GRADING": "1"}
 
 
 class SandboxError(Exception):
@@ -159,26 +176,72 @@ def _v1_group_base(controller: str) -> Path | None:
     return None
 
 
-#: The cgroup-v1 controllers a sandbox gets a group of, and what is written there.
-CGROUPS = {"cpu": {}, "pids": {"pids.max": str(PROCESSES)}}
+#: The cgroup-v1 controllers a sandbox gets a group of, and what is written there (``{memory}``:
+#: the sandbox's memory, :data:`SANDBOX_MEMORY_BYTES` or ``--memory``; a setting whose name ends
+#: in ``?`` is written where the kernel has it: swap accounting is not always on).
+CGROUPS = {"cpu": {}, "pids": {"pids.max": str(PROCESSES)},
+           "memory": {"memory.limit_in_bytes": "{memory}", "memory.memsw.limit_in_bytes?": "{memory}"}}
+#: The same on cgroup v2 (one group, in the controllers its parent delegates).
+CGROUPS_V2 = {"pids.max": str(PROCESSES), "memory.max": "{memory}", "memory.swap.max?": "0"}
+#: Memory of one sandbox as a whole: every process in it, and the files it writes to its tmpfs
+#: (``--memory``). Where there is no cgroup to hold it, each process has :data:`MEMORY_BYTES`
+#: of address space, and nothing bounds the sum (the README says so).
+SANDBOX_MEMORY_BYTES = 4 * 2**30
+
+
+def _v2_group_base() -> Path | None:
+    """This process's cgroup-v2 group, if it may make groups in it whose memory and processes
+    are bounded: it is writable and already delegates ``memory`` and ``pids`` to its children
+    (``cgroup.subtree_control``; the grader changes no cgroup setting of the machine's). None
+    elsewhere. Not exercised by the tests: the machines they run on have memory on cgroup v1."""
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
+        mine = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    mount = next((Path(f[4]) for f in map(str.split, mountinfo)
+                  if "-" in f and f[f.index("-") + 1:][:1] == ["cgroup2"] and f[3] == "/"), None)
+    path = next((line.split(":", 2)[2] for line in mine if line.startswith("0::")), None)
+    if mount is None or path is None:
+        return None
+    base = mount / path.lstrip("/")
+    try:
+        delegated = set((base / "cgroup.subtree_control").read_text().split())
+    except OSError:
+        return None
+    return base if {"memory", "pids"} <= delegated and os.access(base, os.W_OK) else None
 
 
 @contextmanager
-def cgroups(slot: int) -> Iterator[list[Path]]:
-    """Groups of their own for one sandbox, in each controller of :data:`CGROUPS` where
-    :func:`_v1_group_base` finds one; yields their ``cgroup.procs`` files, and removes the
-    groups when the sandbox is gone."""
+def cgroups(slot: int, memory: int = SANDBOX_MEMORY_BYTES) -> Iterator[list[Path]]:
+    """Groups of their own for one sandbox: on cgroup v1, in each controller of :data:`CGROUPS`
+    where :func:`_v1_group_base` finds one; on cgroup v2, one group (:data:`CGROUPS_V2`) where
+    :func:`_v2_group_base` finds where. Yields their ``cgroup.procs`` files, and removes the
+    groups when the sandbox is gone. ``memory``: the bytes all the sandbox's processes may hold."""
     made = []
-    for controller, settings in CGROUPS.items():
-        base = _v1_group_base(controller)
+    wanted = [(_v1_group_base(controller), settings) for controller, settings in CGROUPS.items()]
+    if not any(base is not None and "memory.limit_in_bytes" in settings for base, settings in wanted):
+        wanted.append((_v2_group_base(), CGROUPS_V2))
+    for base, settings in wanted:
         if base is None:
             continue
         group = base / f"tmath-grade-{os.getpid()}-{slot}"
         try:
             group.mkdir(exist_ok=True)
-            for key, value in settings.items():
-                (group / key).write_text(value)
         except OSError:
+            continue
+        try:
+            for key, value in settings.items():
+                try:
+                    (group / key.rstrip("?")).write_text(value.format(memory=memory))
+                except OSError:
+                    if not key.endswith("?"):
+                        raise
+        except OSError:  # a group without its limit is no use: gone at once
+            try:
+                group.rmdir()
+            except OSError:
+                pass
             continue
         made.append(group)
     try:
@@ -207,7 +270,12 @@ def command(kit: KitEnv, slot: int, budget: float, name: str, cpu_seconds: int,
     root = os.geteuid() == 0
     size = str(FILE_BYTES)
     join = ["/bin/sh", "-c", JOIN, "sh", str(len(groups)), *map(str, groups)] if groups else []
-    args = [*join, bwrap(), "--die-with-parent", "--new-session",
+    # --as-pid-1: the program (the worker) is the sandbox's pid 1, not a reaper of bwrap's that
+    # would hold the worker's standard output too (as a normal user, the kernel took that copy
+    # with pidfd_getfd and wrote the grader a forged notebook; :func:`_grade_worker.undumpable`
+    # keeps it from the worker's own). Signals from inside the sandbox do not reach its pid 1
+    # either: the kernel cannot kill the worker. When pid 1 exits, every process left is killed.
+    args = [*join, bwrap(), "--die-with-parent", "--new-session", "--as-pid-1",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not root:
         args += ["--unshare-user"]
@@ -233,7 +301,7 @@ def command(kit: KitEnv, slot: int, budget: float, name: str, cpu_seconds: int,
     args += ["--dir", "/grader", "--ro-bind", str(WORKER), "/grader/worker.py", "--chdir", "/work",
              "--hostname", "sandbox", "--clearenv"]
     env = {**_plain_env(), "PATH": f"{kit.prefix}/bin:/usr/bin:/bin", "MPLBACKEND": "Agg",
-           "OPENBLAS_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+           "OPENBLAS_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1", **GRADING_ENV}
     for key, value in env.items():
         args += ["--setenv", key, value]
     args.append("--")
@@ -271,9 +339,18 @@ def _drain(stream, keep: int, tail: bool, into: list) -> None:
     into.append(None if over else b"".join(chunks))
 
 
+def outer_env() -> dict[str, str]:
+    """The environment bwrap itself starts with: never the grader's. (The sandbox's processes
+    get :func:`command`'s ``--clearenv`` and ``--setenv``; but bwrap's own environment is
+    readable in ``/proc`` from inside where it runs as the sandbox's user: graded as a normal
+    user, a notebook read the teacher's token from it.)"""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
 def run(cmd: list[str], stdin: bytes, wall_seconds: float) -> Outcome:
     """Run ``cmd`` (a sandbox), feed it ``stdin``, kill it after ``wall_seconds``."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=outer_env())
     out: list = []
     err: list = []
     def feed() -> None:
