@@ -332,7 +332,8 @@ def build_student_kits(out: Path, roster) -> list[Path]:
                 path.write_text(text, encoding="utf-8")
             shutil.copy2(wheel, kit / wheel.name)
             (kit / "requirements.txt").write_text(reqs, encoding="utf-8")
-            (kit / "README.md").write_text(readme(wheel.name, notebooks) + kit_note(student), encoding="utf-8")
+            (kit / "README.md").write_text(readme(wheel.name, notebooks) + kit_note(student),
+                                           encoding="utf-8")
             _zip(kit, out / student / f"{KIT_NAME}.zip")
             kits.append(kit)
     return kits

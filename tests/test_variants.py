@@ -53,7 +53,8 @@ def _statements(kit: Path) -> dict[str, str]:
     for path in (kit / "notebooks").rglob("*.ipynb"):
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "markdown":
-                for m in re.finditer(r":label: (ex-[\w-]+)\n```\n(.*?)```\{exercise-end\}", cell.source, re.S):
+                pattern = r":label: (ex-[\w-]+)\n```\n(.*?)```\{exercise-end\}"
+                for m in re.finditer(pattern, cell.source, re.S):
                     found[m[1]] = m[2]
     return found
 
@@ -71,8 +72,8 @@ def test_the_roster_keeps_ids_as_text_and_the_draw_is_the_hmac_of_the_secret(ros
         combos = [c for c in itertools.product(*[(params[n].default, *params[n].choices) for n in names])
                   if c != tuple(params[n].default for n in names)]
         mac = hmac.new(SECRET, f"{exercise}|{student}".encode(), "sha256").digest()
-        assert draw(SECRET, student, exercise) == dict(zip(names, combos[int.from_bytes(mac, "big") % len(combos)],
-                                                           strict=True))
+        picked = combos[int.from_bytes(mac, "big") % len(combos)]
+        assert draw(SECRET, student, exercise) == dict(zip(names, picked, strict=True))
 
 
 def test_a_bad_roster_or_secret_is_refused_in_chinese(tmp_path):
@@ -137,7 +138,8 @@ def _independent(label: str, p: dict) -> float | None:
     if ex == "ex-tour-1":
         cfg = preset(p["model"])
         total = count_params(cfg).total
-        return total if label == "ex-tour-1" else 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / total
+        share = 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / total
+        return total if label == "ex-tour-1" else share
     return None
 
 

@@ -124,7 +124,8 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
     # every student their own numbers (tmath.variants): the roster and secret the kits were built with
     p.add_argument("--roster", metavar="roster.csv",
                    help="名单（与 make student-kit ROSTER= 相同）：每个学生按自己那组数的答案评分")
-    p.add_argument("--secret-file", metavar="F", help="课程密钥文件（与 make student-kit COURSE_SECRET_FILE= 相同）")
+    p.add_argument("--secret-file", metavar="F",
+                   help="课程密钥文件（与 make student-kit COURSE_SECRET_FILE= 相同）")
     p.set_defaults(func=run_grade)
     return p
 

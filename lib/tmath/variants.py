@@ -114,7 +114,7 @@ PARAMETERS: dict[str, dict[str, Param]] = {
     "ex-units-2": {"gpu": Param("H100", ("V100", "A100", "H200", "B200", "TPUv4", "TPUv5e", "TPUv5p",
                                          "TPUv6e"), "name")},
     "ex-sixpt-1": {"model": Param("gpt3-175b", ("gpt3-6.7b", "gpt3-13b"), "model"),
-                   "tokens": Param(2048, (512, 1024, 1536))},
+                   "tokens": Param(1024, (256, 512, 768, 1536))},
     "ex-sixpt-4": {"gpus": Param(6400, (1024, 1536, 2048, 2560, 3072, 4096, 5120, 8192, 10240, 12288,
                                         16384, 20480, 24576, 32768))},
     "ex-mem-1": {"model": Param("llama3-70b", ("llama3-8b", "llama3.1-405b", "gpt3-175b",
@@ -250,7 +250,8 @@ def read_secret(path: Path) -> bytes:
     try:
         data = Path(path).read_bytes().strip()
     except OSError as e:
-        raise VariantError(f"--secret-file / COURSE_SECRET_FILE：无法读取 {path}（{type(e).__name__}）") from None
+        raise VariantError(f"--secret-file / COURSE_SECRET_FILE：无法读取 {path}"
+                           f"（{type(e).__name__}）") from None
     if len(data) < 16:
         raise VariantError(f"--secret-file / COURSE_SECRET_FILE：{path} 只有 {len(data)} 个字节；"
                            "课程密钥至少要 16 个字节，例如用 `python3 -c \"import secrets; "
@@ -264,7 +265,8 @@ def read_roster(path: Path) -> list[str]:
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
-        raise VariantError(f"--roster / ROSTER：无法读取 {path}（{type(e).__name__}；名单应是 UTF-8 的 CSV 文件）") from None
+        raise VariantError(f"--roster / ROSTER：无法读取 {path}"
+                           f"（{type(e).__name__}；名单应是 UTF-8 的 CSV 文件）") from None
     students: list[str] = []
     for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
         sid = row[0].strip() if row else ""
@@ -272,7 +274,8 @@ def read_roster(path: Path) -> list[str]:
             continue
         if _UNSAFE.search(sid) or sid.startswith(".") or len(sid) > 100:
             raise VariantError(f"--roster：{path} 第 {number} 行的学生 {sid[:40]!r} 不能用作文件夹名"
-                               "（不能含 / \\ : * ? \" < > | 或控制字符，不能以 . 开头，最长 100 个字符）：请改名")
+                               "（不能含 / \\ : * ? \" < > | 或控制字符，不能以 . 开头，"
+                               "最长 100 个字符）：请改名")
         if sid in students:
             raise VariantError(f"--roster：{path} 第 {number} 行的学生 {sid!r} 重复出现：每个学生只能有一行")
         students.append(sid)
@@ -295,7 +298,8 @@ class Roster:
             return None
         if roster is None or secret_file is None:
             given, missing = ("--roster", "--secret-file") if roster else ("--secret-file", "--roster")
-            raise VariantError(f"给了 {given} 却没有 {missing}：每个学生的数由名单和课程密钥一起决定，两个都要给")
+            raise VariantError(f"给了 {given} 却没有 {missing}："
+                               "每个学生的数由名单和课程密钥一起决定，两个都要给")
         return cls(tuple(read_roster(roster)), read_secret(secret_file))
 
     def draws(self, student: str) -> dict[str, dict[str, Any]]:
@@ -394,7 +398,8 @@ def run_keys(args) -> int:
     from tmath.exercises import has_keys
 
     if not has_keys():
-        print("tmath grade-keys：错误：这个 tmath 是课程包版，没有答案：请在本书仓库的完整版环境里运行", file=sys.stderr)
+        print("tmath grade-keys：错误：这个 tmath 是课程包版，没有答案：请在本书仓库的完整版环境里运行",
+              file=sys.stderr)
         return 2
     try:
         roster = Roster.load(Path(args.roster), Path(args.secret_file))

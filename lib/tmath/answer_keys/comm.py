@@ -134,7 +134,8 @@ def _data_2_fsdp2(p) -> float:
     from tmath import comm, count_params, preset
 
     g = 2 * count_params(preset("llama3-8b")).total
-    sent = (p.microbatches + 1) * comm.bytes_sent("all_gather", g, 64) + comm.bytes_sent("reduce_scatter", g, 64)
+    sent = ((p.microbatches + 1) * comm.bytes_sent("all_gather", g, 64)
+            + comm.bytes_sent("reduce_scatter", g, 64))
     return sent / comm.bytes_sent("all_reduce", g, 64)
 
 
