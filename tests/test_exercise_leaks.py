@@ -186,8 +186,8 @@ def leaks(open_chapters: tuple[str, ...] = OPEN_CHAPTERS) -> dict[str, list[str]
         path = _chapters()[label.split("/")[0]]
         if str(path.relative_to(ROOT)).startswith(open_chapters):
             continue
-        key = _KEYS[label]
-        value = float(key.compute())
+        value = float(_KEYS[label].compute())
+        key = replace(_KEYS[label], compute=lambda value=value: value)  # computed once, not per number
         round_key = _is_round(key, value)
         if path not in texts:
             texts[path] = numbers_in(chapter_text(path))
