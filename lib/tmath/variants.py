@@ -127,6 +127,10 @@ PARAMETERS: dict[str, dict[str, Param]] = {
     "ex-data-4": {"gpus": Param(1024, (16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 2048, 4096))},
 }
 
+#: How keys.csv names a parameter (in Chinese, for the teacher).
+PARAM_NAMES = {"model": "模型", "gpu": "GPU", "tokens": "token 数", "gpus": "卡数", "nodes": "机器数",
+               "microbatches": "微批次数"}
+
 #: Texts a statement shows that follow from the parameters (``var-<exercise>-<name>``).
 DERIVED: dict[str, dict[str, Callable[[SimpleNamespace], str]]] = {
     "ex-data-1": {"gpus": lambda p: f"{8 * p.nodes:,}"},
@@ -374,7 +378,7 @@ def keys_table(roster: Roster) -> str:
             exercise = label.split("/")[0]
             key = replace(exercises._KEYS[label], compute=lambda v=values[s][label]: v)
             same = [o for o in roster.students if o != s and key.accepts(values[o][label])]
-            shown = "；".join(f"{n}={v}" for n, v in params[exercise].items())
+            shown = "；".join(f"{PARAM_NAMES.get(n, n)}={v}" for n, v in params[exercise].items())
             writer.writerow([_safe(s), label, shown, plain_number(values[s][label]),
                              key.tolerance_text(), _safe("、".join(same))])
     return table.getvalue()
