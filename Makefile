@@ -4,7 +4,9 @@
 #   make notebooks     re-execute every notebook in place (after a change to lib/ or a chapter)
 #   make test          library tests, nbval over every notebook, lint, strict build, browser checks
 #   make book-student  the student edition (no solutions) into _build/student/_build/html
-#   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit)
+#   make student-kit   the course kit: student notebooks, tmath without answer keys, README (_build/student-kit);
+#                      with ROSTER=roster.csv COURSE_SECRET_FILE=F, one kit per student with their own
+#                      numbers (_build/student-kit/<student>/, tmath.variants)
 #   make grading-env   the kit installed into _build/grading-env, where `tmath grade` runs submissions
 #                      (TORCH=1: with PyTorch's CPU build, for grading the PyTorch chapters' cells)
 #   make pdf           a PDF of the book, printed by headless Chromium, into _build/pdf/book.pdf
@@ -105,7 +107,8 @@ book-student: $(STAMP) $(SITE_RUNTIME)
 # The course kit a teacher hands out: the student notebooks, a tmath wheel whose answer keys are
 # replaced by salted hashes, the pinned requirements and a Chinese README (scripts/student_kit.py).
 student-kit: $(STAMP)
-	$(BIN)/python scripts/student_kit.py _build/student-kit
+	$(BIN)/python scripts/student_kit.py _build/student-kit \
+	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(COURSE_SECRET_FILE),--secret-file "$(COURSE_SECRET_FILE)")
 
 # The environment `tmath grade` runs the students' notebooks in: the course kit installed into a
 # venv of its own (no answer keys in it), as a student installs it (--kit-env _build/grading-env).

@@ -1,6 +1,8 @@
 """Build the course kit a teacher hands out: `make student-kit`.
 
     python scripts/student_kit.py [OUT]        (default OUT: _build/student-kit)
+    python scripts/student_kit.py [OUT] --roster roster.csv --secret-file F
+
 
 writes ``OUT/transformer-math-kit/`` and ``OUT/transformer-math-kit.zip`` with
 
@@ -21,6 +23,12 @@ writes ``OUT/transformer-math-kit/`` and ``OUT/transformer-math-kit.zip`` with
 - ``README.md``: in Chinese, how to install, open, check an answer and hand in.
 
 Nothing in the kit is a solution or a key: ``tests/test_student_kit.py`` scans it.
+
+With a roster and a course secret (``make student-kit ROSTER=roster.csv COURSE_SECRET_FILE=F``)
+it writes one kit per student, ``OUT/<student>/transformer-math-kit/`` and its zip, in which the
+varied exercises (:mod:`tmath.variants`) carry the student's own numbers; their parts have no
+hash in the wheel (the teacher grades them with the same roster and secret), and the README
+says so (``tests/test_variants.py``).
 """
 
 from __future__ import annotations
@@ -115,18 +123,34 @@ def requirements(roots: tuple[str, ...] = ROOTS) -> list[str]:
     return [f"{n}=={out[n]}" for n in sorted(out)]
 
 
-def student_notebooks(book: lab_notebooks.Book | None = None) -> list[tuple[Path, nbformat.NotebookNode]]:
-    """(path under ``notebooks/``, notebook) for every notebook page of the book: stripped of
-    its solutions, then converted for plain JupyterLab (``scripts/lab_notebooks.py``: glue
-    resolved, references and citations as text and links, hidden cells collapsed, and the
-    hidden cells' asserts, which may bound an answer, removed)."""
-    book = book or lab_notebooks.Book.load()
+def _stripped() -> list[tuple[str, Path, nbformat.NotebookNode]]:
+    """(page, path, notebook stripped of its solutions) for every notebook page of the book."""
     out = []
     for page in toc_pages():
         path = ROOT / f"{page}.ipynb"
         if path.is_file():
-            nb = strip_notebook(nbformat.read(path, as_version=4))
-            out.append((path.relative_to(ROOT / "book"), lab_notebooks.convert(nb, page, book, student=True)))
+            out.append((page, path, strip_notebook(nbformat.read(path, as_version=4))))
+    return out
+
+
+def student_notebooks(book: lab_notebooks.Book | None = None, params: dict | None = None,
+                      stripped: list | None = None) -> list[tuple[Path, nbformat.NotebookNode]]:
+    """(path under ``notebooks/``, notebook) for every notebook page of the book: stripped of
+    its solutions, then converted for plain JupyterLab (``scripts/lab_notebooks.py``: glue
+    resolved, references and citations as text and links, hidden cells collapsed, and the
+    hidden cells' asserts, which may bound an answer, removed). ``params``: one student's
+    draw of the varied exercises (:func:`tmath.variants.draws`), glued into their statements."""
+    import copy
+
+    from tmath.variants import personalize
+
+    book = book or lab_notebooks.Book.load()
+    out = []
+    for page, path, nb in stripped if stripped is not None else _stripped():
+        if params:
+            nb = copy.deepcopy(nb)
+            personalize(nb, params)
+        out.append((path.relative_to(ROOT / "book"), lab_notebooks.convert(nb, page, book, student=True)))
     return out
 
 
@@ -137,12 +161,15 @@ def student_pages(book: lab_notebooks.Book) -> list[tuple[Path, str]]:
             for page in toc_pages() if (ROOT / f"{page}.md").is_file()]
 
 
-def build_wheel(out: Path) -> Path:
-    """The tmath wheel without answer keys, with their hashes; returns its path."""
+def build_wheel(out: Path, varied: bool = False) -> Path:
+    """The tmath wheel without answer keys, with their hashes; returns its path. ``varied``: a
+    student's own kit, whose varied parts (:mod:`tmath.variants`) have no hash either."""
     from tmath.exercises import graded_exercises, hash_table, labels
+    from tmath.variants import varied_labels
 
     graded = graded_exercises()  # BOOK_GRADED: no hash, so no self-check, for these
-    parts = [label for label in labels() if label.split("/")[0] in graded]
+    own = set(varied_labels()) if varied else set()
+    parts = [label for label in labels() if label.split("/")[0] in graded or label in own]
     table = hash_table([label for label in labels() if label not in parts])
     with tempfile.TemporaryDirectory() as tmp:
         lib = Path(tmp) / "lib"
@@ -278,6 +305,40 @@ def _zip(folder: Path, archive: Path) -> None:
                 z.write(path, Path(folder.name) / path.relative_to(folder))
 
 
+def build_student_kits(out: Path, roster) -> list[Path]:
+    """One kit per student of ``roster`` (:class:`tmath.variants.Roster`) under
+    ``out/<student>/``, each with the student's numbers; returns the kit folders."""
+    from tmath.variants import kit_note
+
+    book = lab_notebooks.Book.load()
+    stripped = _stripped()
+    pages = student_pages(book)
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = build_wheel(Path(tmp), varied=True)
+        reqs = ("# 《Transformer 的数学》课程包：运行笔记本所需的软件包（版本固定）\n"
+                + "\n".join(requirements()) + "\n")
+        kits = []
+        for student in roster.students:
+            kit = out / student / KIT_NAME
+            shutil.rmtree(kit, ignore_errors=True)
+            notebooks = student_notebooks(book, roster.draws(student), stripped)
+            for rel, nb in notebooks:
+                path = kit / "notebooks" / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, path)
+            for rel, text in pages:
+                path = kit / "notebooks" / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            shutil.copy2(wheel, kit / wheel.name)
+            (kit / "requirements.txt").write_text(reqs, encoding="utf-8")
+            (kit / "README.md").write_text(readme(wheel.name, notebooks) + kit_note(student),
+                                           encoding="utf-8")
+            _zip(kit, out / student / f"{KIT_NAME}.zip")
+            kits.append(kit)
+    return kits
+
+
 def build_kit(out: Path = ROOT / "_build" / "student-kit") -> Path:
     """Build the kit folder and its zip under ``out``; returns the folder."""
     kit = out / KIT_NAME
@@ -304,7 +365,26 @@ def build_kit(out: Path = ROOT / "_build" / "student-kit") -> Path:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else ROOT / "_build" / "student-kit"
+    import argparse
+
+    from tmath.variants import Roster, VariantError
+
+    ap = argparse.ArgumentParser(prog="student_kit.py")
+    ap.add_argument("out", nargs="?", default=str(ROOT / "_build" / "student-kit"))
+    ap.add_argument("--roster", default="")
+    ap.add_argument("--secret-file", default="")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    try:
+        roster = Roster.load(Path(args.roster) if args.roster else None,
+                             Path(args.secret_file) if args.secret_file else None)
+    except VariantError as e:
+        print(f"student-kit：错误：{e}", file=sys.stderr)
+        return 2
+    if roster is not None:
+        kits = build_student_kits(out.resolve(), roster)
+        print(f"课程包：{len(kits)} 个学生各一份，在 {out.resolve()}/<学生>/{KIT_NAME}（及同名 .zip）")
+        return 0
     kit = build_kit(out.resolve())
     n = len(list((kit / "notebooks").rglob("*.ipynb")))
     print(f"课程包：{kit}（{n} 个笔记本）和 {kit.parent / (KIT_NAME + '.zip')}")

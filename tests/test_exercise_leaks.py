@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -132,7 +134,9 @@ def _output_text(out: dict) -> str:
 
 
 def chapter_text(path: Path) -> str:
-    """What a reader of the chapter sees, but for the solutions."""
+    """What a reader of the chapter sees, but for the solutions (a ``.md`` page: its text)."""
+    if path.suffix == ".md":
+        return path.read_text(encoding="utf-8")
     nb = json.loads(path.read_text(encoding="utf-8"))
     glue = _glue_values(nb)
     shown, in_solution = [], False
@@ -182,8 +186,8 @@ def leaks(open_chapters: tuple[str, ...] = OPEN_CHAPTERS) -> dict[str, list[str]
         path = _chapters()[label.split("/")[0]]
         if str(path.relative_to(ROOT)).startswith(open_chapters):
             continue
-        key = _KEYS[label]
-        value = float(key.compute())
+        value = float(_KEYS[label].compute())
+        key = replace(_KEYS[label], compute=lambda value=value: value)  # computed once, not per number
         round_key = _is_round(key, value)
         if path not in texts:
             texts[path] = numbers_in(chapter_text(path))
@@ -259,3 +263,86 @@ def test_every_coincidence_is_still_printed():
         if written not in shown:
             stale.append((label, written))
     assert not stale, f"coincidences no longer printed: {stale}"
+
+
+# --- the whole book ---------------------------------------------------------------------------------
+
+
+def book_pages() -> list[Path]:
+    """Every page of the book: each notebook and Markdown page under book/ (a page another
+    helper adds is read without being listed here)."""
+    return sorted(p for p in (ROOT / "book").rglob("*") if p.suffix in (".ipynb", ".md") and p.is_file()
+                  and not any(part.startswith((".", "_")) for part in p.relative_to(ROOT / "book").parts))
+
+
+@cache
+def _page_numbers(path: Path) -> list[tuple[float, str]]:
+    return numbers_in(chapter_text(path))
+
+
+def _significant(written: str) -> int:
+    """Significant digits of a number as written (``48,132``: 5, ``2.69%``: 3)."""
+    mantissa = re.match(r"[-−]?[\d,]*\.?\d*", written.replace(",", ""))[0].lstrip("-−")
+    return len(mantissa.replace(".", "").lstrip("0")) or 1
+
+
+def _as_precise(key, value: float, written: str) -> bool:
+    """Whether a number of another page is written as precisely as the answer is asked: a large
+    exact count, down to an absolute tolerance (``2.69%`` for ±0.005), or to the digits of a
+    careful hand calculation (:data:`tmath.exercises.HAND_DIGITS`, or the key's ``digits``)."""
+    from tmath.exercises import HAND_DIGITS
+
+    frac = re.search(r"\.(\d+)", written.split("×")[0])
+    if key.count:
+        return abs(value) >= 1000 and "." not in written
+    if key.abs_tol and "×" not in written:
+        return 10 ** -(len(frac[1]) if frac else 0) <= key.abs_tol * 2.0001
+    return _significant(written) >= (key.digits or HAND_DIGITS)
+
+
+def _where(path: Path) -> str:
+    return str(path.relative_to(ROOT / "book")) if path.is_relative_to(ROOT / "book") else str(path)
+
+
+def leaks_elsewhere(labels: list[str]) -> dict[str, list[str]]:
+    """Key label -> ``page: number`` for the numbers any page of the book other than the
+    exercise's own (read as a reader sees it, but for its solutions) prints as precisely as the
+    answer is asked and that the key accepts."""
+    from tmath.exercises import _KEYS
+
+    found = {}
+    for label in labels:
+        home = _chapters()[label.split("/")[0]]
+        value = float(_KEYS[label].compute())
+        key = replace(_KEYS[label], compute=lambda value=value: value)  # computed once
+        hits = sorted(f"{_where(path)}: {w}" for path in book_pages() if path != home
+                      for x, w in _page_numbers(path) if key.accepts(x) and _as_precise(key, value, w))
+        if hits:
+            found[label] = hits
+    return found
+
+
+#: The answers issue 39 found printed in another chapter (the cheatsheet's T* = 48,132 and
+#: 1.3287, the energy chapter's 2.69 %, Llama 3 70B's model states in the memory chapter and
+#: the cheatsheet), and the exercises changed so that a reader of the whole book does not find them.
+ISSUE_39_CROSS_LEAKS = ("ex-crossover-1", "ex-crossover-1/over-d", "ex-mem-4", "ex-fails-2",
+                        "ex-arch-4/tb", "ex-arch-4/gpus", "ex-sixpt-1/flops", "ex-sixpt-1/ratio")
+
+
+def test_the_answers_issue_39_found_elsewhere_are_printed_nowhere():
+    from tmath.exercises import labels
+
+    labels()
+    found = leaks_elsewhere(list(ISSUE_39_CROSS_LEAKS))
+    assert not found, f"answers printed in another page of the book: {found}"
+
+
+def test_the_whole_book_finder_finds_an_answer_printed_in_another_chapter(tmp_path, monkeypatch):
+    """The cheatsheet as it was: Mixtral's T* = 48,132 in its table."""
+    from tmath.exercises import labels
+
+    labels()
+    page = tmp_path / "cheat.md"
+    page.write_text("| `mixtral-8x7b` | 8.29 × 10¹⁰ | 48,132 |\n", encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "book_pages", lambda: [page])
+    assert leaks_elsewhere(["ex-crossover-1"]) == {"ex-crossover-1": [f"{page}: 48,132"]}

@@ -182,7 +182,7 @@ def test_make_student_kit_writes_a_folder_and_its_zip(kit):
     with zipfile.ZipFile(kit.parent / f"{student_kit.KIT_NAME}.zip") as z:
         assert sorted(z.namelist()) == sorted(f"{kit.name}/{f}" for f in files)
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^student-kit:.*\n\t\$\(BIN\)/python scripts/student_kit.py _build/student-kit$",
+    assert re.search(r"^student-kit:.*\n\t\$\(BIN\)/python scripts/student_kit.py _build/student-kit( \\)?$",
                      makefile, re.M)
 
 

@@ -28,7 +28,7 @@ __all__ = ["main", "build_ledger"]  # build_ledger lives in tmath.ledger; re-exp
 
 #: Every subcommand, as the errors for an unknown or a missing one list them (a test checks
 #: this against the parser).
-COMMANDS = ("ledger", "plan", "serve", "presets", "hardware", "grade", "grade-merge")
+COMMANDS = ("ledger", "plan", "serve", "presets", "hardware", "grade", "grade-merge", "grade-keys")
 
 
 class _UsageError(Exception):
@@ -196,6 +196,9 @@ def _parser() -> _Parser:
 
     add_grade_parser(sub)  # `tmath grade` (tmath.grade)
     add_merge_parser(sub)  # `tmath grade-merge`: the filled manual.csv into the totals
+    from tmath.variants import add_keys_parser
+
+    add_keys_parser(sub)  # `tmath grade-keys`: every student's keys of the varied exercises
     return ap
 
 

@@ -132,17 +132,25 @@ def add_grade_parser(subparsers) -> argparse.ArgumentParser:
                    help="一个笔记本的沙箱里所有进程合计最多用多少内存，单位 GiB"
                         f"（默认 {sandbox.SANDBOX_MEMORY_BYTES / 2**30:g}；要有 cgroup 才能限制合计，"
                         "没有时只限制每个进程的地址空间）")
+    # every student their own numbers (tmath.variants): the roster and secret the kits were built with
+    p.add_argument("--roster", metavar="roster.csv",
+                   help="名单（与 make student-kit ROSTER= 相同）：每个学生按自己那组数的答案评分")
+    p.add_argument("--secret-file", metavar="F",
+                   help="课程密钥文件（与 make student-kit COURSE_SECRET_FILE= 相同）")
     p.set_defaults(func=run_grade)
     return p
 
 
 def run_grade(args: argparse.Namespace) -> int:
     """The CLI's ``grade``: returns the exit status."""
+    from tmath.variants import Roster, VariantError
+
     try:
+        roster = Roster.load(args.roster and Path(args.roster), args.secret_file and Path(args.secret_file))
         rows = grade(Path(args.submissions), Path(args.out), timeout=args.timeout,
                      release=Path(args.release), kit_env=Path(args.kit_env), jobs=args.jobs,
-                     cell_timeout=args.cell_timeout, memory=args.memory)
-    except GradeError as e:
+                     cell_timeout=args.cell_timeout, memory=args.memory, roster=roster)
+    except (GradeError, VariantError) as e:
         print(f"tmath grade：错误：{e}", file=sys.stderr)
         return 2
     out = Path(args.out)
@@ -660,6 +668,18 @@ def _row(sub: Submission, runs: list[Execution], assignment: Assignment) -> Grad
     return Graded(sub.student, _status(sub, runs, found), results, lines, assignment.points)
 
 
+def _graded_row(sub: Submission, runs: list[Execution], assignment: Assignment, roster) -> Graded:
+    """:func:`_row`, with the student's own keys of the varied exercises when there is a roster
+    (:class:`tmath.variants.Roster`); a student not on it is graded with the book's keys."""
+    if roster is None:
+        return _row(sub, runs, assignment)
+    with roster.keys(sub.student):
+        row = _row(sub, runs, assignment)
+    if sub.student not in roster.students:
+        row.status = f"不在名单上，变体题按书上的数评分；{row.status}"
+    return row
+
+
 def _inside(name: str) -> Path:
     """The path under ``autograded/<student>/`` of the notebook shown as ``name`` (``a.zip:b/c.ipynb``
     goes to ``a.zip/b/c.ipynb``): a zip's member named ``../../x.ipynb`` stays inside."""
@@ -685,7 +705,7 @@ def _write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
 
 def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout: float = 600,
           jobs: int = 1, cell_timeout: float | None = CELL_SECONDS,
-          memory: float = sandbox.SANDBOX_MEMORY_BYTES / 2**30) -> list[Graded]:
+          memory: float = sandbox.SANDBOX_MEMORY_BYTES / 2**30, roster=None) -> list[Graded]:
     """Execute every submission in a sandbox of its own with the kit's Python (``kit_env``),
     read its answers and check them against the keys; write ``out`` (CSV), the feedback and
     the executed copies. The release fixes the exercises, their points and so the maximum."""
@@ -745,7 +765,7 @@ def grade(submissions: Path, out: Path, *, release: Path, kit_env: Path, timeout
     by_student: dict[str, list[Execution]] = {sub.student: [] for sub in subs}
     for (sub, *_), r in zip(tasks, runs, strict=True):
         by_student[sub.student].append(r)
-    rows = [_row(sub, by_student[sub.student], assignment) for sub in subs]
+    rows = [_graded_row(sub, by_student[sub.student], assignment, roster) for sub in subs]
 
     for row in rows:
         _write_atomic(feedback_dir / f"{row.student}.md", _feedback(row, assignment.total))

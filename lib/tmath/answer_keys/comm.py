@@ -11,6 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from tmath.exercises import answer
+from tmath.variants import varied
 
 # --- book/parallel/collectives -----------------------------------------------------------
 
@@ -77,64 +78,64 @@ def _collectives_5_ring() -> float:
 # --- book/parallel/data --------------------------------------------------------------------
 
 
-def _llama70_dp64():
+def _data_1_layout(p):
+    """``p.model`` data parallel over ``p.nodes`` nodes of 8 GPUs (the book's: Llama 3 70B on 8)."""
     from tmath import preset
     from tmath.layout import build_layout
 
-    return build_layout(preset("llama3-70b"), dp=64, zero=1, seq_len=8192)
+    return build_layout(preset(p.model), dp=8 * p.nodes, zero=1, seq_len=8192)
 
 
-@answer("ex-data-1/gb", rel_tol=0.01, unit="GB")
-def _data_1_gb() -> float:
-    """GB each of 64 GPUs sends per step, Llama 3 70B, ZeRO-1, bf16 gradients."""
-    return _llama70_dp64().comm_bytes_per_gpu()["dp"] / 1e9
+@varied("ex-data-1/gb", rel_tol=0.01, unit="GB")
+def _data_1_gb(p) -> float:
+    """GB each GPU sends per step, ZeRO-1, bf16 gradients."""
+    return _data_1_layout(p).comm_bytes_per_gpu()["dp"] / 1e9
 
 
-@answer("ex-data-1/s", rel_tol=0.01, unit="s")
-def _data_1_s() -> float:
-    """The same across 8 nodes of 8 (InfiniBand NDR, one NIC per GPU: 8 DP ranks per node
+@varied("ex-data-1/s", rel_tol=0.01, unit="s")
+def _data_1_s(p) -> float:
+    """The same across the nodes of 8 (InfiniBand NDR, one NIC per GPU: 8 DP ranks per node
     leave through 8 NICs), NCCL's cost model, seconds."""
     from tmath import comm
 
     return sum(comm.nccl_time(c.kind, c.nbytes, c.group, intra="NVLink4", inter="IB-NDR",
-                              per_node=8) * c.count for c in _llama70_dp64().collectives())
+                              per_node=8) * c.count for c in _data_1_layout(p).collectives())
 
 
-# 16 micro-batches a step: the chapter works out 8 (ZeRO-2 4.5 times, ZeRO-3 12 times) in its text.
-N_MB_DATA_2 = 16
-
-
-def _zero_ratio(stage: int) -> float:
+# The book's 16 micro-batches a step: the chapter works out 8 (ZeRO-2 4.5 times, ZeRO-3 12 times)
+# in its text.
+def _zero_ratio(stage: int, n_mb: int) -> float:
     from tmath import preset
     from tmath.layout import build_layout
 
     cfg = preset("llama3-8b")
-    vol = {z: build_layout(cfg, dp=64, zero=z, seq_len=8192, global_batch=64 * N_MB_DATA_2)
+    vol = {z: build_layout(cfg, dp=64, zero=z, seq_len=8192, global_batch=64 * n_mb)
            .comm_bytes_per_gpu()["dp"] for z in (0, stage)}
     return vol[stage] / vol[0]
 
 
-@answer("ex-data-2/zero3", rel_tol=0.01, unit="倍")
-def _data_2_zero3() -> float:
-    """ZeRO-3 bytes per step over ZeRO-0's, 16 micro-batches (3·16/2 = 24)."""
-    return _zero_ratio(3)
+@varied("ex-data-2/zero3", rel_tol=0.01, unit="倍")
+def _data_2_zero3(p) -> float:
+    """ZeRO-3 bytes per step over ZeRO-0's, n micro-batches (3n/2: 24 for the book's 16)."""
+    return _zero_ratio(3, p.microbatches)
 
 
-@answer("ex-data-2/zero2", rel_tol=0.01, unit="倍")
-def _data_2_zero2() -> float:
-    """ZeRO-2 bytes per step over ZeRO-0's, 16 micro-batches ((16 + 1)/2)."""
-    return _zero_ratio(2)
+@varied("ex-data-2/zero2", rel_tol=0.01, unit="倍")
+def _data_2_zero2(p) -> float:
+    """ZeRO-2 bytes per step over ZeRO-0's, n micro-batches ((n + 1)/2)."""
+    return _zero_ratio(2, p.microbatches)
 
 
-@answer("ex-data-2/fsdp2", rel_tol=0.01, unit="倍")
-def _data_2_fsdp2() -> float:
+@varied("ex-data-2/fsdp2", rel_tol=0.01, unit="倍")
+def _data_2_fsdp2(p) -> float:
     """FSDP2, 16 micro-batches, the first 15 with set_requires_gradient_sync(False) and
     set_reshard_after_backward(False) (reshard_after_forward left True): all-gathers in the
     first forward and before each of the 16 backwards, one reduce-scatter: (16 + 2)/2 = 9."""
     from tmath import comm, count_params, preset
 
     g = 2 * count_params(preset("llama3-8b")).total
-    sent = (N_MB_DATA_2 + 1) * comm.bytes_sent("all_gather", g, 64) + comm.bytes_sent("reduce_scatter", g, 64)
+    sent = ((p.microbatches + 1) * comm.bytes_sent("all_gather", g, 64)
+            + comm.bytes_sent("reduce_scatter", g, 64))
     return sent / comm.bytes_sent("all_reduce", g, 64)
 
 
@@ -150,20 +151,20 @@ def _data_3() -> float:
     return (64 - 1) / 64 * 2 * b200.dense_flops / (3 * w)
 
 
-@answer("ex-data-4/zero2", rel_tol=0.01, unit="GB")
-def _data_4_zero2() -> float:
-    """ZeRO-2 model states per GPU, 7.5B parameters over 1,024 GPUs."""
+@varied("ex-data-4/zero2", rel_tol=0.01, unit="GB")
+def _data_4_zero2(p) -> float:
+    """ZeRO-2 model states per GPU, 7.5B parameters over ``p.gpus`` GPUs (the book's: 1,024)."""
     from tmath import zero_bytes_per_param
 
-    return 7.5e9 * zero_bytes_per_param("mixed-adam", 2, 1024) / 1e9
+    return 7.5e9 * zero_bytes_per_param("mixed-adam", 2, p.gpus) / 1e9
 
 
-@answer("ex-data-4/zero3", rel_tol=0.01, unit="GB")
-def _data_4_zero3() -> float:
-    """ZeRO-3 model states per GPU, 7.5B parameters over 1,024 GPUs."""
+@varied("ex-data-4/zero3", rel_tol=0.01, unit="GB")
+def _data_4_zero3(p) -> float:
+    """ZeRO-3 model states per GPU, 7.5B parameters over ``p.gpus`` GPUs."""
     from tmath import zero_bytes_per_param
 
-    return 7.5e9 * zero_bytes_per_param("mixed-adam", 3, 1024) / 1e9
+    return 7.5e9 * zero_bytes_per_param("mixed-adam", 3, p.gpus) / 1e9
 
 
 def _gpt3_replica_gpus() -> int:

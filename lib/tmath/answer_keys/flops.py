@@ -12,49 +12,50 @@ import math
 from fractions import Fraction
 
 from tmath.exercises import answer
+from tmath.variants import varied
 
 # ----------------------------------------------------------------------- units
 
 
-def _llama70b_down():
+def _ffn_down(p):
     from tmath import preset, roofline
 
-    cfg = preset("llama3-70b")
-    return roofline.op_cost("matmul", 2048, cfg.intermediate_size, cfg.hidden_size)
+    cfg = preset(p.model)
+    return roofline.op_cost("matmul", p.tokens, cfg.intermediate_size, cfg.hidden_size)
 
 
-@answer("ex-units-1/flops", rel_tol=0.01, unit="FLOPs")
-def _units_1_flops() -> float:
-    return _llama70b_down().flops
+@varied("ex-units-1/flops", rel_tol=0.01, unit="FLOPs")
+def _units_1_flops(p) -> float:
+    return _ffn_down(p).flops
 
 
-@answer("ex-units-1/bytes", rel_tol=0.01, unit="字节")
-def _units_1_bytes() -> float:
-    return _llama70b_down().bytes
+@varied("ex-units-1/bytes", rel_tol=0.01, unit="字节")
+def _units_1_bytes(p) -> float:
+    return _ffn_down(p).bytes
 
 
-@answer("ex-units-1/intensity", rel_tol=0.01, unit="FLOP/字节")
-def _units_1_intensity() -> float:
-    return _llama70b_down().intensity
+@varied("ex-units-1/intensity", rel_tol=0.01, unit="FLOP/字节")
+def _units_1_intensity(p) -> float:
+    return _ffn_down(p).intensity
 
 
-def _units_2(bytes_per_value: int) -> int:
+def _units_2(bytes_per_value: int, gpu: str) -> int:
     # Square matmul: 2N^3 FLOPs over 3 b N^2 bytes = 2N / (3b); smallest N with 2N/(3b) >= ridge.
     from tmath import get_hardware
 
-    h100 = get_hardware("H100")
-    ridge = Fraction(int(h100.dense_flops), int(h100.hbm_bandwidth))
+    hw = get_hardware(gpu)
+    ridge = Fraction(int(hw.dense_flops), int(hw.hbm_bandwidth))
     return math.ceil(ridge * 3 * bytes_per_value / 2)
 
 
-@answer("ex-units-2/bf16", count=True)
-def _units_2_bf16() -> float:
-    return _units_2(2)
+@varied("ex-units-2/bf16", count=True)
+def _units_2_bf16(p) -> float:
+    return _units_2(2, p.gpu)
 
 
-@answer("ex-units-2/fp32", count=True)
-def _units_2_fp32() -> float:
-    return _units_2(4)
+@varied("ex-units-2/fp32", count=True)
+def _units_2_fp32(p) -> float:
+    return _units_2(4, p.gpu)
 
 
 @answer("ex-units-4", count=True, unit="FLOPs")
@@ -77,25 +78,20 @@ def _units_5() -> float:
 # ---------------------------------------------------------------------- six-pt
 
 
-def _gpt3_forward_per_token() -> float:
+@varied("ex-sixpt-1/flops", rel_tol=0.01, unit="FLOPs")
+def _sixpt_1_flops(p) -> float:
     from tmath import forward_flops, preset
 
-    cfg = preset("gpt3-175b")
-    return forward_flops(cfg, seq_len=cfg.max_position).total / cfg.max_position
+    return forward_flops(preset(p.model), seq_len=p.tokens).total / p.tokens
 
 
-@answer("ex-sixpt-1/flops", rel_tol=0.01, unit="FLOPs")
-def _sixpt_1_flops() -> float:
-    return _gpt3_forward_per_token()
-
-
-@answer("ex-sixpt-1/ratio", rel_tol=1e-3)
-def _sixpt_1_ratio() -> float:
+@varied("ex-sixpt-1/ratio", rel_tol=1e-3)
+def _sixpt_1_ratio(p) -> float:
     # The causal kernel's ratio: the chapter prints the full T x T one (the training ratio).
     from tmath import count_params, forward_flops, preset
 
-    cfg = preset("gpt3-175b")
-    causal = forward_flops(cfg, seq_len=cfg.max_position, causal=True).total / cfg.max_position
+    cfg = preset(p.model)
+    causal = forward_flops(cfg, seq_len=p.tokens, causal=True).total / p.tokens
     return causal / (2 * count_params(cfg).total)
 
 
@@ -129,7 +125,7 @@ def _sixpt_3_first() -> float:
     return float(_matmul_train_per_param_token(("ij", "jk", "ik")))
 
 
-def _llama70b_days(mfu: float | None) -> float:
+def _llama70b_days(mfu: float | None, gpus: int) -> float:
     from tmath import get_hardware, preset, roofline, six_n_t
 
     run = roofline.reported_run("llama3-70b")
@@ -137,17 +133,17 @@ def _llama70b_days(mfu: float | None) -> float:
     flops = six_n_t(preset("llama3-70b"), int(run.tokens))
     if mfu is None:
         mfu = roofline.implied_mfu(flops, run.gpu_hours, peak)
-    return roofline.gpu_hours(flops, peak, mfu) / 6400 / 24
+    return roofline.gpu_hours(flops, peak, mfu) / gpus / 24
 
 
-@answer("ex-sixpt-4/mfu40", rel_tol=0.01, unit="天")
-def _sixpt_4_mfu40() -> float:
-    return _llama70b_days(0.40)
+@varied("ex-sixpt-4/mfu40", rel_tol=0.01, unit="天")
+def _sixpt_4_mfu40(p) -> float:
+    return _llama70b_days(0.40, p.gpus)
 
 
-@answer("ex-sixpt-4/card", rel_tol=0.01, unit="天")
-def _sixpt_4_card() -> float:
-    return _llama70b_days(None)
+@varied("ex-sixpt-4/card", rel_tol=0.01, unit="天")
+def _sixpt_4_card(p) -> float:
+    return _llama70b_days(None, p.gpus)
 
 
 @answer("ex-sixpt-5", rel_tol=0, abs_tol=0.01, unit="%", decimals=2)
@@ -189,7 +185,8 @@ def _fails_1_causal() -> float:
 def _fails_2() -> float:
     from tmath import count_params, preset
 
-    g3 = preset("gpt3-175b")
+    # GPT-3 13B: 175B's share (2.69 %) is printed in the energy chapter
+    g3 = preset("gpt3-13b")
     attn = 12 * g3.num_layers * g3.num_heads * g3.head_dim * 2048
     return 100 * attn / (6 * count_params(g3).total + attn)
 

@@ -10,60 +10,62 @@ from __future__ import annotations
 import math
 
 from tmath.exercises import answer
+from tmath.variants import varied
 
 # ---------------------------------------------------------------- architecture
 
 
-@answer("ex-arch-1/layer", count=True, unit="个参数")
-def _arch_1_layer() -> float:
+@varied("ex-arch-1/layer", count=True, unit="个参数")
+def _arch_1_layer(p) -> float:
     from tmath import preset, symbolic
 
-    xl = preset("gpt3-1.3b")
+    xl = preset(p.model)
     expr = symbolic.gpt_layer_params()
     return int(expr.subs({symbolic.d: xl.hidden_size, symbolic.f: xl.intermediate_size}))
 
 
-@answer("ex-arch-1/share", rel_tol=0, abs_tol=0.05, unit="%")
-def _arch_1_share() -> float:
+@varied("ex-arch-1/share", rel_tol=0, abs_tol=0.05, unit="%")
+def _arch_1_share(p) -> float:
     from tmath import count_params, preset
 
-    xl = preset("gpt3-1.3b")
+    xl = preset(p.model)
     return 100 * (xl.vocab_size + xl.max_position) * xl.hidden_size / count_params(xl).total
 
 
-@answer("ex-arch-3/gb", rel_tol=0.01, unit="GB")
-def _arch_3_gb() -> float:
+@varied("ex-arch-3/gb", rel_tol=0.01, unit="GB")
+def _arch_3_gb(p) -> float:
     from tmath import count_params, preset
 
-    return 2 * count_params(preset("gpt3-175b")).total / 1e9
+    return 2 * count_params(preset(p.model)).total / 1e9
 
 
-@answer("ex-arch-3/gpus", count=True, unit="张 GPU")
-def _arch_3_gpus() -> float:
+@varied("ex-arch-3/gpus", count=True, unit="张 GPU")
+def _arch_3_gpus(p) -> float:
     from tmath import count_params, get_hardware, preset
 
-    w_bytes = 2 * count_params(preset("gpt3-175b")).total
-    return math.ceil(w_bytes / get_hardware("H100").hbm_bytes)
+    w_bytes = 2 * count_params(preset(p.model)).total
+    return math.ceil(w_bytes / get_hardware(p.gpu).hbm_bytes)
 
 
-def _arch_4_state_bytes() -> float:
-    """Mixed-precision Adam model state of Llama 3 70B: 16 bytes per parameter (the chapter
-    works GPT-3 175B's out in its text; the exercise asks the same recipe of another model)."""
+def _arch_4_state_bytes(model: str) -> float:
+    """Mixed-precision Adam model state of ``model`` (the book's: Mixtral 8x7B, all its experts): 16 bytes per
+    parameter (the chapter works GPT-3 175B's out in its text, the memory chapter and the
+    cheatsheet Llama 3 70B's; the exercise asks the same recipe of another model)."""
     from tmath import count_params, preset, training_bytes_per_param
 
-    return training_bytes_per_param("mixed-adam").total * count_params(preset("llama3-70b")).total
+    return training_bytes_per_param("mixed-adam").total * count_params(preset(model)).total
 
 
-@answer("ex-arch-4/tb", rel_tol=0.01, unit="TB")
-def _arch_4_tb() -> float:
-    return _arch_4_state_bytes() / 1e12
+@varied("ex-arch-4/tb", rel_tol=0.01, unit="TB")
+def _arch_4_tb(p) -> float:
+    return _arch_4_state_bytes(p.model) / 1e12
 
 
-@answer("ex-arch-4/gpus", count=True, unit="张 GPU")
-def _arch_4_gpus() -> float:
+@varied("ex-arch-4/gpus", count=True, unit="张 GPU")
+def _arch_4_gpus(p) -> float:
     from tmath import get_hardware
 
-    return math.ceil(_arch_4_state_bytes() / get_hardware("H100").hbm_bytes)
+    return math.ceil(_arch_4_state_bytes(p.model) / get_hardware(p.gpu).hbm_bytes)
 
 
 @answer("ex-arch-5", count=True, unit="个 token")
@@ -115,18 +117,18 @@ def _arch_6_full() -> float:
 # --------------------------------------------------------------------- forward
 
 
-@answer("ex-fwd-1/elements", count=True, unit="个元素")
-def _fwd_1_elements() -> float:
+@varied("ex-fwd-1/elements", count=True, unit="个元素")
+def _fwd_1_elements(p) -> float:
     from tmath import gpt, preset
 
     full = preset("gpt3-175b")
-    shape = {s.op: s.shape for s in gpt.shape_trace(full, full.max_position) if s.layer == 0}["scores"]
+    shape = {s.op: s.shape for s in gpt.shape_trace(full, p.tokens) if s.layer == 0}["scores"]
     return math.prod(shape)
 
 
-@answer("ex-fwd-1/mb", rel_tol=0.01, unit="MB")
-def _fwd_1_mb() -> float:
-    return 2 * _fwd_1_elements() / 1e6
+@varied("ex-fwd-1/mb", rel_tol=0.01, unit="MB")
+def _fwd_1_mb(p) -> float:
+    return 2 * _fwd_1_elements(p) / 1e6
 
 
 @answer("ex-fwd-3/p", rel_tol=0.01)
@@ -144,21 +146,22 @@ def _fwd_3_gap() -> float:
     return math.log(preset("gpt3-175b").vocab_size - 1)
 
 
-@answer("ex-fwd-4/extra", count=True, unit="个参数")
-def _fwd_4_extra() -> float:
+@varied("ex-fwd-4/extra", count=True, unit="个参数")
+def _fwd_4_extra(p) -> float:
     from tmath import count_params, preset
 
-    full = preset("gpt3-175b")
+    full = preset(p.model)
     return count_params(full.replace(tie_embeddings=False)).total - count_params(full).total
 
 
 # three decimals: the chapter prints the LM head's share of the forward FLOPs, the same
 # fraction, to two (0.35%)
-@answer("ex-fwd-4/share", rel_tol=0, abs_tol=0.0005, unit="%", decimals=3)
-def _fwd_4_share() -> float:
+@varied("ex-fwd-4/share", rel_tol=0, abs_tol=0.0005, unit="%", decimals=3)
+def _fwd_4_share(p) -> float:
+    # of the model as it is (tied): the statement says so
     from tmath import count_params, preset
 
-    return 100 * _fwd_4_extra() / count_params(preset("gpt3-175b")).total
+    return 100 * _fwd_4_extra(p) / count_params(preset(p.model)).total
 
 
 # ------------------------------------------------------------------- multihead

@@ -9,6 +9,7 @@ tolerance. GB means 10^9 bytes; a GPU's capacity comes from the hardware table (
 from __future__ import annotations
 
 from tmath.exercises import answer
+from tmath.variants import varied
 
 # --- book/ledger/full-ledger -------------------------------------------------------------
 
@@ -336,30 +337,30 @@ def _moe_6_mla() -> float:
 # --- book/ledger/memory ------------------------------------------------------------------
 
 
-def _zero_gb(stage: int) -> float:
+def _zero_gb(stage: int, p) -> float:
     from tmath import count_params, preset, zero_bytes_per_param
 
-    return count_params(preset("llama3-70b")).total * zero_bytes_per_param("mixed-adam", stage, 64) / 1e9
+    return count_params(preset(p.model)).total * zero_bytes_per_param("mixed-adam", stage, p.gpus) / 1e9
 
 
-@answer("ex-mem-1/0", rel_tol=0.01, unit="GB")
-def _mem_1_0() -> float:
-    return _zero_gb(0)
+@varied("ex-mem-1/0", rel_tol=0.01, unit="GB")
+def _mem_1_0(p) -> float:
+    return _zero_gb(0, p)
 
 
-@answer("ex-mem-1/1", rel_tol=0.01, unit="GB")
-def _mem_1_1() -> float:
-    return _zero_gb(1)
+@varied("ex-mem-1/1", rel_tol=0.01, unit="GB")
+def _mem_1_1(p) -> float:
+    return _zero_gb(1, p)
 
 
-@answer("ex-mem-1/2", rel_tol=0.01, unit="GB")
-def _mem_1_2() -> float:
-    return _zero_gb(2)
+@varied("ex-mem-1/2", rel_tol=0.01, unit="GB")
+def _mem_1_2(p) -> float:
+    return _zero_gb(2, p)
 
 
-@answer("ex-mem-1/3", rel_tol=0.01, unit="GB")
-def _mem_1_3() -> float:
-    return _zero_gb(3)
+@varied("ex-mem-1/3", rel_tol=0.01, unit="GB")
+def _mem_1_3(p) -> float:
+    return _zero_gb(3, p)
 
 
 @answer("ex-mem-2", rel_tol=0.01, unit="个 token")

@@ -5,20 +5,21 @@ from __future__ import annotations
 import math
 
 from tmath.exercises import answer
+from tmath.variants import varied
 
 
-@answer("ex-tour-1", count=True, unit="个参数")
-def _tour_1() -> float:
+@varied("ex-tour-1", count=True, unit="个参数")
+def _tour_1(p) -> float:
     from tmath import count_params, preset
 
-    return count_params(preset("gpt3-125m")).total
+    return count_params(preset(p.model)).total
 
 
-@answer("ex-tour-1/share", rel_tol=0, abs_tol=0.05, unit="%")
-def _tour_1_share() -> float:
+@varied("ex-tour-1/share", rel_tol=0, abs_tol=0.05, unit="%")
+def _tour_1_share(p) -> float:
     from tmath import count_params, preset
 
-    cfg = preset("gpt3-125m")
+    cfg = preset(p.model)
     return 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / count_params(cfg).total
 
 
@@ -28,25 +29,25 @@ def _tour_2() -> float:
     return math.floor(1287 / 12) + 1
 
 
-def _tour_3_untied():
+def _tour_3_untied(model: str):
     from tmath import count_params, preset
 
-    cfg = preset("gpt3-175b")
+    cfg = preset(model)
     untied = cfg.replace(tie_embeddings=False)
     return cfg, count_params(cfg).total, count_params(untied).total
 
 
-@answer("ex-tour-3/extra", count=True, unit="个参数")
-def _tour_3_extra() -> float:
+@varied("ex-tour-3/extra", count=True, unit="个参数")
+def _tour_3_extra(p) -> float:
     # An untied LM head adds one V x d matrix.
-    _, tied, untied = _tour_3_untied()
+    _, tied, untied = _tour_3_untied(p.model)
     return untied - tied
 
 
-@answer("ex-tour-3/share", rel_tol=0, abs_tol=0.005, unit="%")
-def _tour_3_share() -> float:
+@varied("ex-tour-3/share", rel_tol=0, abs_tol=0.005, unit="%")
+def _tour_3_share(p) -> float:
     # Token embedding, positions and the untied LM head, as a share of the untied model.
-    cfg, _, untied = _tour_3_untied()
+    cfg, _, untied = _tour_3_untied(p.model)
     return 100 * (2 * cfg.vocab_size + cfg.max_position) * cfg.hidden_size / untied
 
 
