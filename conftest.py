@@ -267,23 +267,30 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
-#: The longest test files (seconds a run, quiet machine), run first: with
+#: The longest test files (estimated seconds a run on a quiet machine), run first: with
 #: ``--no-loadscope-reorder`` (the Makefile) pytest-xdist hands files to its two workers in
 #: collection order, so the two longest start at once, one on each worker, and the short files
 #: fill in around them instead of leaving one worker alone at the end. (Without that flag
 #: xdist orders files by their number of tests: the site's 30 tests ran at 84 % of the run.)
 LONGEST_FIRST = (
-    "tests/test_site.py",  # 86 s: two builds and Chromium
-    "tests/test_site_compute.py",  # 45 s: Pyodide in Chromium
-    "tests/test_student_kit.py",  # 42 s
-    "tests/test_lab_notebooks.py",  # 15 s: JupyterLab in Chromium
-    "book/flops/when-6pt-fails.ipynb",  # 14 s
-    "book/appendix/crosscheck.ipynb",  # 14 s
-    "book/gpt3/multihead.ipynb",  # 10 s
-    "tests/test_notebooks.py",  # 10 s
-    "book/ledger/moe-deepseek.ipynb",  # 10 s
-    "tests/test_crosscheck.py",  # 9 s
-    "tests/test_calculator.py",  # 9 s
+    # seconds: a loaded run's --durations (8 sessions on 2 cores) divided by about 4
+    "tests/test_site.py",  # 160 s: three builds and Chromium
+    "tests/test_student_kit.py",  # 110 s: the kit's venv, its notebooks, grading
+    "book/appendix/crosscheck.ipynb",  # 30 s: builds the transformers models (cached for nbval)
+    "tests/test_exercise_leaks.py",  # 28 s
+    "book/flops/when-6pt-fails.ipynb",  # 25 s
+    "tests/test_site_compute.py",  # 25 s: Pyodide in Chromium
+    "tests/test_site_serve.py",  # 20 s: Pyodide in Chromium
+    "tests/test_lab_notebooks.py",  # 20 s: JupyterLab in Chromium
+    "book/gpt3/multihead.ipynb",  # 13 s
+    "tests/test_crosscheck.py",  # 7 s
+    "tests/test_exercises.py",  # 6 s
+    "tests/test_hostile_configs.py",  # 5 s
+    "book/flops/units.ipynb",  # 4 s
+    "tests/test_dist.py",  # 4 s
+    "tests/test_notebooks.py",  # 4 s
+    "book/ledger/moe-deepseek.ipynb",  # 3 s
+    "tests/test_calculator.py",  # 3 s
 )
 
 
