@@ -37,7 +37,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # torch and transformers from source again: importing SymPy takes 2.2 s instead of 0.3 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox setup-cells answer-hashes
+.PHONY: book book-student notebooks student-kit grading-env pdf test lab clean browser sandbox system-packages setup-cells answer-hashes
 
 # The venv, with pip 26.3: put in by the system's pip where it has one (pip --python, 22.3+),
 # 4 s less than ensurepip's bundled pip and setuptools followed by an upgrade; else that way.
@@ -135,11 +135,13 @@ endif
 pdf: book browser
 	$(BIN)/python scripts/book_pdf.py _build/html _build/pdf/book.pdf
 
-# Debian's Chromium for the browser tests (installed only where missing; needs root or sudo).
+# Debian packages, installed only where missing (needs root or sudo): $(call apt_get,PACKAGES).
+apt_get = SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(1) >/dev/null
+
+# Debian's Chromium for the browser tests.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || { $(call apt_get,chromium fonts-noto-cjk); }
 
 # Two workers (pytest-xdist): every test that needs a built site is in tests/test_site.py, and
 # --dist loadfile keeps a file on one worker, so each site is built once and each notebook's
@@ -153,11 +155,19 @@ TEST_BLAS := OPENBLAS_NUM_THREADS=1 $(if $(OPENBLAS_CORETYPE),,OPENBLAS_CORETYPE
 # bubblewrap: `tmath grade` runs each submission in its sandbox (lib/tmath/sandbox.py); installed
 # only where missing, like Chromium.
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
+	@command -v bwrap >/dev/null 2>&1 || { $(call apt_get,bubblewrap); }
 
-test: $(TEST_STAMP) $(SITE_RUNTIME) browser sandbox
+# `browser` and `sandbox` in one apt-get run: one update of the package lists, not two.
+system-packages:
+	@pkgs=; command -v chromium >/dev/null 2>&1 || pkgs="chromium fonts-noto-cjk"; \
+	command -v bwrap >/dev/null 2>&1 || pkgs="$$pkgs bubblewrap"; \
+	[ -z "$$pkgs" ] || { $(call apt_get,$$pkgs); }
+
+# On a new machine the installs take a minute and wait on different things (apt-get on Debian's
+# mirror and dpkg, pip on the index and the disk, npm on its registry): they run side by side
+# (a make of their own, -j), then the tests.
+test:
+	@$(MAKE) --no-print-directory -j 4 $(TEST_STAMP) $(SITE_RUNTIME) system-packages
 	$(TEST_BLAS) $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # The notebooks as JupyterLab renders them: glue resolved into numbers, references and citations

@@ -65,6 +65,16 @@ if "TMATH_CROSSCHECK_CACHE" not in os.environ:
     atexit.register(shutil.rmtree, _CACHE, True)
 
 
+# Every Python the suite starts from this environment (builds, the grader's command line,
+# JupyterLab, the pytest-xdist workers) imports jsonschema without building the IRI grammars
+# of rfc3987_syntax, which no schema here uses (tests/no_iri_grammar/rfc3987_syntax.py says
+# why): 1.1 s of CPU saved in each of them. The course kit's venv and the grading sandbox get
+# an environment of their own, without PYTHONPATH, and are as a student's.
+_NO_IRI = str(ROOT / "tests" / "no_iri_grammar")
+if _NO_IRI not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_NO_IRI, os.environ.get("PYTHONPATH"))))
+
+
 # The course kit and the website hash each practice key with PBKDF2 at
 # tmath.exercises.KDF_ITERATIONS (about 1.3 s a hash), read from the repository's store
 # (lib/tmath/answer_keys/hashes.json). The suite builds its sites and kits with fewer
@@ -257,23 +267,30 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
-#: The longest test files (seconds a run, quiet machine), run first: with
+#: The longest test files (estimated seconds a run on a quiet machine), run first: with
 #: ``--no-loadscope-reorder`` (the Makefile) pytest-xdist hands files to its two workers in
 #: collection order, so the two longest start at once, one on each worker, and the short files
 #: fill in around them instead of leaving one worker alone at the end. (Without that flag
 #: xdist orders files by their number of tests: the site's 30 tests ran at 84 % of the run.)
 LONGEST_FIRST = (
-    "tests/test_site.py",  # 86 s: two builds and Chromium
-    "tests/test_site_compute.py",  # 45 s: Pyodide in Chromium
-    "tests/test_student_kit.py",  # 42 s
-    "tests/test_lab_notebooks.py",  # 15 s: JupyterLab in Chromium
-    "book/flops/when-6pt-fails.ipynb",  # 14 s
-    "book/appendix/crosscheck.ipynb",  # 14 s
-    "book/gpt3/multihead.ipynb",  # 10 s
-    "tests/test_notebooks.py",  # 10 s
-    "book/ledger/moe-deepseek.ipynb",  # 10 s
-    "tests/test_crosscheck.py",  # 9 s
-    "tests/test_calculator.py",  # 9 s
+    # seconds: a loaded run's --durations (8 sessions on 2 cores) divided by about 4
+    "tests/test_site.py",  # 160 s: three builds and Chromium
+    "tests/test_student_kit.py",  # 110 s: the kit's venv, its notebooks, grading
+    "book/appendix/crosscheck.ipynb",  # 30 s: builds the transformers models (cached for nbval)
+    "tests/test_exercise_leaks.py",  # 28 s
+    "book/flops/when-6pt-fails.ipynb",  # 25 s
+    "tests/test_site_compute.py",  # 25 s: Pyodide in Chromium
+    "tests/test_site_serve.py",  # 20 s: Pyodide in Chromium
+    "tests/test_lab_notebooks.py",  # 20 s: JupyterLab in Chromium
+    "book/gpt3/multihead.ipynb",  # 13 s
+    "tests/test_crosscheck.py",  # 7 s
+    "tests/test_exercises.py",  # 6 s
+    "tests/test_hostile_configs.py",  # 5 s
+    "book/flops/units.ipynb",  # 4 s
+    "tests/test_dist.py",  # 4 s
+    "tests/test_notebooks.py",  # 4 s
+    "book/ledger/moe-deepseek.ipynb",  # 3 s
+    "tests/test_calculator.py",  # 3 s
 )
 
 
