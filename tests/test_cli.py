@@ -407,7 +407,7 @@ def test_readme_lists_exactly_the_supported_model_types():
     from conftest import ROOT
     from tmath.config import CHECKED_WRAPPERS
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "book" / "guides" / "local.md").read_text(encoding="utf-8")
     para = next(p for p in readme.split("\n\n") if "python -m tmath ledger" in p)
     listed = set(re.findall(r"`([a-z0-9_]+)`", para)) - {"text_config"}
     assert listed == set(tmath.SUPPORTED_MODEL_TYPES) | set(CHECKED_WRAPPERS), (

@@ -556,8 +556,8 @@ def _readme_answers() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
     (``# alice/tour.ipynb: ...``), and a scratch cell placed before the answer cell its comment
     names. The test grades what the README says, not a copy of it (the README's Bob, who left
     no word of ex-tour-5, scored 4/7 for a reader; the table said 3/7)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"\*\*Worked example\*\*.*?```python\n(.*?)```", readme, re.S).group(1)
+    readme = (ROOT / "book" / "guides" / "teachers.md").read_text(encoding="utf-8")
+    block = re.search(r"\*\*完整的例子\*\*.*?```python\n(.*?)```", readme, re.S).group(1)
     found: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
     for line in block.splitlines():
         if head := re.fullmatch(r"# (\w+)/tour\.ipynb: .*", line):
@@ -804,9 +804,9 @@ def test_grade_worked_example(grading):
     assert manual == ",".join(MANUAL_HEADER) + "\n"
     chen = (tmp_path / "grades" / "feedback" / "chen.md").read_text(encoding="utf-8")
     assert "得分：7 / 7" in chen and "不是本次作业的题目，没有计分：ex-arch-2" in chen
-    # the README shows the same table
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```csv\n(.*?)```", readme, re.S)
+    # the teacher's guide shows the same table
+    readme = (ROOT / "book" / "guides" / "teachers.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n(学生,.*?)```", readme, re.S)
     assert block and block.group(1) == EXPECTED_GRADES
     # feedback in Chinese: the value read, ✓ or ✗, the tolerance, never the key
     bob = (tmp_path / "grades" / "feedback" / "bob.md").read_text(encoding="utf-8")
