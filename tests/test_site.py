@@ -613,7 +613,10 @@ def in_both_themes(page, check) -> dict:
     found = {}
     for theme in THEMES:
         page.evaluate("t => document.documentElement.dataset.theme = t", theme)
-        page.wait_for_timeout(50)
+        # The theme fades colours in over 0.15 s (CSS transitions): a check in between sees
+        # neither theme's colours (on a loaded machine, 50 ms was not enough). Wait them out.
+        page.evaluate("""() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
+          .then(() => Promise.all(document.getAnimations().map(a => a.finished)))""")
         if got := check(page):
             found[theme] = got
     page.evaluate("() => document.documentElement.dataset.theme = 'light'")
@@ -725,11 +728,14 @@ def test_a_cell_crash_restarts_python_and_the_next_run_replays_the_earlier_cells
     """A chapter with a cell editor open is axe-clean in both themes; a cell that crashes
     Python (recursion past the stack) says so, the worker starts afresh, and an unedited cell
     that needs an earlier one then runs again with its saved output, no NameError."""
+    nb = json.loads((ROOT / "book/flops/six-pt.ipynb").read_text(encoding="utf-8"))
+    starts = ["".join(c["source"]).split("\n", 1)[0] for c in nb["cells"]]
+    i7, i10 = starts.index("small = {"), starts.index('d_1, d_2, d_3 = syms("d_1 d_2 d_3")')
     page, report = tab.open(f"{server}/book/flops/six-pt.html")
-    cell7, cell10 = page.locator(".tmath-cell-7"), page.locator(".tmath-cell-10")
+    cell7, cell10 = page.locator(f".tmath-cell-{i7}"), page.locator(f".tmath-cell-{i10}")
     done = "i => document.querySelector('.tmath-cell-' + i).dataset.tmathRan"
-    cell7.locator(".tmath-cell-bar button").first.click()  # opens the editor, runs 4 first
-    page.wait_for_function(f"() => ({done})(7) === 'ok'", timeout=180_000)
+    cell7.locator(".tmath-cell-bar button").first.click()  # opens the editor; runs the matrix cell first
+    page.wait_for_function(f"() => ({done})({i7}) === 'ok'", timeout=180_000)
     first = cell7.locator(".tmath-cell-output").inner_text()  # it assigns: no output, no error
     assert "Error" not in first and cell7.locator("pre.tmath-error").count() == 0
     box = page.locator(".tmath-answer").first  # a wrong answer's colour, in both themes
@@ -738,15 +744,15 @@ def test_a_cell_crash_restarts_python_and_the_next_run_replays_the_earlier_cells
     assert box.locator("output").is_visible()
     assert not in_both_themes(page, axe_serious)
     cell10.locator(".tmath-cell-bar button").first.click()
-    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})(10))", timeout=180_000)
+    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})({i10}))", timeout=180_000)
     cell10.locator("textarea.tmath-editor").fill(
         "import sys\nsys.setrecursionlimit(10**8)\ndef deep(n):\n    return deep(n + 1)\ndeep(0)")
     cell10.locator(".tmath-cell-bar button").first.click()
-    page.wait_for_function(f"() => ({done})(10) === 'crash'", timeout=180_000)
+    page.wait_for_function(f"() => ({done})({i10}) === 'crash'", timeout=180_000)
     assert "崩溃" in cell10.locator(".tmath-cell-output").inner_text()
-    cell7.locator(".tmath-cell-bar button").first.click()  # unedited; it needs cell 4's C
-    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})(7))", timeout=180_000)
+    cell7.locator(".tmath-cell-bar button").first.click()  # unedited; it needs the matrix cell's C
+    page.wait_for_function(f"() => ['ok', 'error'].includes(({done})({i7}))", timeout=180_000)
     again = cell7.locator(".tmath-cell-output").inner_text()
-    assert page.evaluate(f"({done})(7)") == "ok" and again == first and "NameError" not in again
+    assert page.evaluate(f"({done})({i7})") == "ok" and again == first and "NameError" not in again
     assert cell7.locator("pre.tmath-error").count() == 0  # a NameError would be shown here
     assert not report["outside"]
