@@ -724,7 +724,8 @@ def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server,
           }
           return out;
         }""", presets)
-    failed = [(r["name"], r["status"], r["text"][:200]) for r in results if not r["status"].startswith("算完")]
+    failed = [(r["name"], r["status"], r["text"][:200]) for r in results
+              if not r["status"].startswith("算完")]
     assert not failed, failed
     for r in results:  # the page shows what the command line prints, for the form's own argv
         assert r["text"] == cli(r["argv"])["stdout"], r["argv"]
