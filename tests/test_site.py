@@ -497,7 +497,7 @@ def test_pages_that_compute_load_its_script_and_reading_pages_do_not(built_site)
     computing = {p for p in toc_pages() if "_static/tmath/tmath.js" in (built_site / f"{p}.html").read_text(
         encoding="utf-8")}
     assert {"book/appendix/calculator", "book/parallel/together", "book/intro/tour",
-            "book/flops/six-pt"} <= computing
+            "book/flops/six-pt", "book/serving/prefill-decode"} <= computing
     assert not computing & {"book/index", "book/notation", "book/appendix/bibliography",
                             "book/appendix/errata"}
 
@@ -599,13 +599,14 @@ WIDE_IN_WIDGETS = """() => {
 }"""
 
 
-def axe_serious(page) -> list:
-    """axe-core's critical and serious violations on the page as it is now."""
+def axe_serious(page, within: str | None = None) -> list:
+    """axe-core's critical and serious violations on the page as it is now (in the element
+    ``within`` selects, when given: a widget's own check)."""
     page.evaluate("src => { if (!window.axe) (0, eval)(src); }", AXE.read_text(encoding="utf-8"))
     return page.evaluate(
-        "axe.run(document, {resultTypes: ['violations']}).then(r => r.violations"
-        ".filter(v => ['critical', 'serious'].includes(v.impact))"
-        ".map(v => [v.id, v.impact, v.nodes.slice(0, 4).map(n => n.target.join(' '))]))")
+        "sel => axe.run(sel ? document.querySelector(sel) : document, {resultTypes: ['violations']})"
+        ".then(r => r.violations.filter(v => ['critical', 'serious'].includes(v.impact))"
+        ".map(v => [v.id, v.impact, v.nodes.slice(0, 4).map(n => n.target.join(' '))]))", within)
 
 
 def in_both_themes(page, check) -> dict:
@@ -691,6 +692,55 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
         .filter(e => e.getClientRects().length && e.tabIndex < 0).map(e => e.outerHTML.slice(0, 80));
     }""")
     assert not reached and form.get_by_role("button", name="上传 config.json…").count() == 1
+    assert not report["page_errors"] and not report["outside"]
+
+
+def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server, tab):
+    """Part VI's serve form (issue 37: the page is the command line): it opens on Llama 3 70B, 8
+    H100s, 16 requests; every preset computes from it (算完, the command line's text byte for
+    byte for the form's own argv). A TP that cannot hold a preset changes to the smallest that
+    can (the build tried them); a model that no TP of H100s holds in bf16 keeps its TP and the
+    result says 不可行 and why. It fits a phone and a desktop, axe-clean in both themes."""
+    from test_site_compute import cli
+
+    page, report = tab.open(f"{server}/book/serving/prefill-decode.html")
+    assert not report["runtime"], "the runtime must wait for the reader"
+    form = page.locator("#serve-widget")
+    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
+    assert len(presets) >= 20
+    opening = page.evaluate("document.querySelector('#serve-widget').tmath.argv(false)")
+    assert opening == ["serve", "--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len",
+                       "512", "--output-len", "256", "--batch", "16", "--weight-dtype", "bf16",
+                       "--kv-dtype", "bf16"]
+    results = page.evaluate(
+        """async names => {
+          const root = document.querySelector("#serve-widget");
+          const select = root.querySelector("select[name='preset']");
+          const out = [];
+          for (const name of names) {
+            select.value = name;
+            select.dispatchEvent(new Event("change"));  // as a reader picks it
+            await root.tmath.run();
+            out.push({name, argv: root.tmath.argv(false),
+                      status: root.querySelector(".tmath-status").textContent,
+                      text: root.querySelector("pre.tmath-output").textContent});
+          }
+          return out;
+        }""", presets)
+    failed = [(r["name"], r["status"], r["text"][:200]) for r in results
+              if not r["status"].startswith("算完")]
+    assert not failed, failed
+    for r in results:  # the page shows what the command line prints, for the form's own argv
+        assert r["text"] == cli(r["argv"])["stdout"], r["argv"]
+    by_name = {r["name"]: r for r in results}
+    tp = {name: r["argv"][r["argv"].index("--tp") + 1] for name, r in by_name.items()}
+    assert tp["gpt2-xl"] == "1"  # 25 heads: only TP 1 splits them
+    assert tp["llama3-70b"] in {"2", "4", "8"}  # 141 GB of bf16 weights: not on one H100
+    for name in ("deepseek-v3", "llama3.1-405b"):  # no TP of H100s holds their bf16 weights
+        assert by_name[name]["text"].startswith("部署：不可行"), by_name[name]["text"][:100]
+    assert sum(r["text"].startswith("部署：可行") for r in results) >= len(results) - 2
+    assert not fits(page)
+    assert not in_both_themes(page, lambda p: axe_serious(p, "#serve-widget"))
     assert not report["page_errors"] and not report["outside"]
 
 

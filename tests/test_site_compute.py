@@ -93,7 +93,7 @@ def box_labels() -> list[str]:
 
 @pytest.fixture(scope="module")
 def compute_site(tmp_path_factory) -> Path:
-    """The runtime as the build copies it, and one page with a ledger form, a plan form,
+    """The runtime as the build copies it, and one page with a ledger, a plan and a serve form,
     answer boxes and every runnable cell of the book (by page)."""
     from tmath.exercises import hash_table
 
@@ -106,7 +106,8 @@ def compute_site(tmp_path_factory) -> Path:
     page = {"page": "test", "cells": {}, "options": options}
     body = (
         '<div class="tmath-widget" data-kind="ledger" id="ledger"></div>'
-        '<div class="tmath-widget" data-kind="plan" id="plan"></div>' + boxes
+        '<div class="tmath-widget" data-kind="plan" id="plan"></div>'
+        '<div class="tmath-widget" data-kind="serve" id="serve"></div>' + boxes
     )
     (out / "index.html").write_text(
         '<!doctype html><html><head><meta charset="utf-8">'
@@ -522,12 +523,12 @@ def test_a_markdown_output_is_drawn_as_a_table_of_text(page):
 
 
 def test_the_forms_offer_every_flag_of_their_command_and_label_each(page):
-    """The plan and ledger forms are the command line's own flags (tmath.web.describe), each
+    """The plan, ledger and serve forms are the command line's own flags (tmath.web.describe), each
     with a label a screen reader reads, and the page's argv carries a flag set away from its
     default (the reader's --stage-layers, say) as the terminal would take it."""
     from tmath.web import describe
 
-    for kind in ("ledger", "plan"):
+    for kind in ("ledger", "plan", "serve"):
         names = page.evaluate(f"Array.from(document.querySelectorAll('#{kind} [name^=\"--\"]'))"
                               ".map(e => e.name)")
         assert sorted(names) == sorted(f["flag"] for f in describe(kind))

@@ -8,7 +8,7 @@ tests/test_site_compute.py's fixtures (one Pyodide load for this module).
 from __future__ import annotations
 
 import test_site_compute as site
-from test_site_compute import cli, run_many
+from test_site_compute import cli, run_many, wait_status
 
 # the module's fixtures: its page, on its server, of its site
 compute_site, server, page = site.compute_site, site.server, site.page
@@ -58,3 +58,45 @@ def test_a_config_file_serves_in_the_page(page):
     got = run_many(page, jobs)
     assert got == [cli(a, f) for a, f in jobs]
     assert got[0]["exitCode"] == 0 and got[1]["exitCode"] == 2
+
+
+def test_the_serve_form_computes_what_the_command_line_prints(page):
+    """A reader fills the serve form (its fields are the command line's flags): Mixtral 8x7B on
+    two H200s, int4 weights, 32 requests, a price; then a draft model under 更多设置. The page
+    prints what ``python -m tmath serve`` prints for that argv, byte for byte, and shows it."""
+    form = page.locator("#serve")
+    form.locator("select[name='preset']").select_option("mixtral-8x7b")
+    form.locator("select[name='--gpu']").select_option("H200")
+    form.locator("input[name='--tp']").fill("2")
+    form.locator("input[name='--batch']").fill("32")
+    form.locator("select[name='--weight-dtype']").select_option("int4")
+    form.locator("input[name='--gpu-hour-price']").fill("3.5")
+    form.locator("button.tmath-run").click()
+    wait_status(page, "#serve", "用时")
+    argv = ["serve", "--preset", "mixtral-8x7b", "--gpu", "H200", "--tp", "2", "--prompt-len",
+            "1024", "--output-len", "256", "--batch", "32", "--weight-dtype", "int4", "--kv-dtype",
+            "bf16", "--gpu-hour-price", "3.5"]
+    want = cli(argv)
+    assert want["exitCode"] == 0 and "每百万" in want["stdout"]
+    assert form.locator(".tmath-status").text_content().startswith("算完")
+    assert form.locator("pre.tmath-output").text_content() == want["stdout"]
+    assert form.locator("code.tmath-command").text_content() == "python -m tmath " + " ".join(argv)
+    # speculative decoding, from the flags beyond the first eight
+    form.locator("select[name='preset']").select_option("llama3-70b")
+    form.locator("select[name='--gpu']").select_option("H100")
+    form.locator("input[name='--tp']").fill("8")
+    form.locator("select[name='--weight-dtype']").select_option("bf16")
+    form.locator("details.tmath-more summary").click()
+    for name, value in (("--draft", "llama3-8b"), ("--draft-len", "4"), ("--acceptance", "0.8"),
+                        ("--block-size", "32")):
+        form.locator(f"input[name='{name}']").fill(value)
+    page.evaluate("document.querySelector('#serve').tmath.run()")
+    got = page.evaluate("document.querySelector('#serve').tmath.argv(false)")
+    assert got == ["serve", "--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len",
+                   "1024", "--output-len", "256", "--batch", "32", "--weight-dtype", "bf16",
+                   "--kv-dtype", "bf16", "--block-size", "32", "--draft", "llama3-8b",
+                   "--draft-len", "4", "--acceptance", "0.8", "--gpu-hour-price", "3.5"]
+    want = cli(got)
+    assert want["exitCode"] == 0 and "草稿" in want["stdout"]
+    assert form.locator("pre.tmath-output").text_content() == want["stdout"]
+    assert not page.errors

@@ -155,6 +155,26 @@ def test_the_build_tells_the_calculator_which_tp_each_preset_computes_with():
     assert {"ledger", "plan"} <= set(options["flags"])
 
 
+def test_the_build_tells_the_serve_form_which_tp_holds_each_preset():
+    """serve_tp_ok: the TP degrees whose H100s (80 GiB; 5 GB of workspace) hold the preset's
+    bf16 weights, among those its heads split into; by the weights' arithmetic, not the code's."""
+    import tmath
+
+    options = pyodide_site.widget_options()
+    fit = options["serve_tp_ok"]
+    assert set(fit) == set(tmath.presets())
+    hbm = tmath.get_hardware("H100").hbm_bytes
+    for name, tps in fit.items():
+        assert set(tps) <= set(options["tp_ok"][name]), name
+        weights = 2 * tmath.count_params(tmath.preset(name)).total
+        for tp in tps:  # a TP offered holds a share of the weights and the workspace
+            assert weights / tp + 5e9 < hbm, (name, tp)
+    assert fit["llama3-70b"] == [2, 4, 8]  # 141 GB: not on one 85.9 GB H100, on two
+    assert fit["gpt2-xl"] == [1]  # 25 heads
+    assert fit["deepseek-v3"] == [] and fit["llama3.1-405b"] == []  # 1.3 TB, 811 GB in bf16
+    assert "serve" in options["flags"]
+
+
 @pytest.mark.parametrize("layers,pp", [(61, 16), (126, 16), (30, 4), (7, 2)])
 def test_an_uneven_pipeline_error_suggests_a_split_that_works(layers, pp):
     """The error for pp not dividing the layers names --stage-layers with a list that adds up,

@@ -650,8 +650,26 @@ def widget_options() -> dict:
     tp_ok = {name: [tp for tp in TP_TRIED
                     if json.loads(run_cli(["ledger", "--preset", name, "--tp", str(tp), "--json"]))
                     ["exitCode"] == 0] for name in tmath.presets()}
-    return {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": dtypes,
-            "recipes": list(RECIPES), "flags": flags, "tp_ok": tp_ok}
+    options = {"presets": tmath.presets(), "gpus": hardware_names(), "dtypes": dtypes,
+               "recipes": list(RECIPES), "flags": flags, "tp_ok": tp_ok}
+    if "serve" in flags:
+        options["serve_tp_ok"] = {name: serve_tps(name, tp_ok[name]) for name in tmath.presets()}
+    return options
+
+
+def serve_tps(preset: str, tps: list[int]) -> list[int]:
+    """The TP degrees (of ``tps``, those the heads split into) at which ``tmath serve``'s
+    defaults (H100, bf16 weights) hold the preset's weights and a short request: the serve
+    form starts a preset on the smallest of them, and says which they are."""
+    from tmath.web import run_cli
+
+    fit = []
+    for tp in tps:
+        r = json.loads(run_cli(["serve", "--preset", preset, "--tp", str(tp), "--prompt-len", "1",
+                                "--output-len", "1", "--json"]))
+        if r["exitCode"] == 0 and json.loads(r["stdout"])["feasibility"]["feasible"]:
+            fit.append(tp)
+    return fit
 
 
 def _builder_inited(app) -> None:

@@ -94,6 +94,8 @@
     plan: ["--dp", "--tp", "--pp", "--ep", "--cp", "--zero", "--micro-batch", "--global-batch",
       "--seq-len", "--gpu", "--recompute", "--recipe", "--stage-layers", "--schedule",
       "--virtual-stages", "--tokens"],
+    serve: ["--gpu", "--tp", "--prompt-len", "--output-len", "--batch", "--weight-dtype", "--kv-dtype",
+      "--gpu-hour-price"],
   };
   // Where a form starts when its page says nothing (data-args): otherwise the parser's defaults.
   const START = {
@@ -193,16 +195,28 @@
       (f.basic ? grid : more).append(box);
     }
     if (extraCount === 0) details.hidden = true;
-    // the calculator's TP starts on a degree the preset's heads split into, and says which work
+    // the calculator's TP starts on a degree the preset's heads split into, and says which work;
+    // the serve form's on the smallest whose H100s hold the preset's bf16 weights (the build
+    // tried them: serve_tp_ok), and when none does it keeps the TP and the result says why
     function fitTp(mode) { // "start": choose; "fix": change a TP that cannot work; "hint": say only
-      if (kind !== "ledger" || !inputs["--tp"] || configText.value.trim()) return;
-      const ok = ((options.tp_ok || {})[presetSelect.value]) || null;
+      if (!["ledger", "serve"].includes(kind) || !inputs["--tp"] || configText.value.trim()) return;
+      const name = presetSelect.value;
+      const ok = ((kind === "serve" ? options.serve_tp_ok : options.tp_ok) || {})[name] || null;
       if (!ok) return;
       const v = inputs["--tp"].value.trim();
-      if (mode === "start" || (mode === "fix" && v !== "" && !ok.map(String).includes(v))) {
-        inputs["--tp"].value = workingTp(presetSelect.value, mode === "start" ? 8 : Number(v) || 8);
+      if (kind === "serve") {
+        if (ok.length && (mode === "start" || (mode === "fix" && !ok.map(String).includes(v)))) {
+          inputs["--tp"].value = String(ok[0]);
+        }
+        hints["--tp"].textContent = ok.length
+          ? `${name} 在 H100 上放得下 bf16 权重的 TP：${ok.join("、")}（头数也要能平均分到各卡）`
+          : `${name} 的 bf16 权重在 8 张 H100 上也放不下：试 fp8 或 int4 权重、显存更大的 GPU`;
+        return;
       }
-      hints["--tp"].textContent = `${presetSelect.value} 可取 TP = ${ok.join("、")}（头数要能平均分到各卡）`;
+      if (mode === "start" || (mode === "fix" && v !== "" && !ok.map(String).includes(v))) {
+        inputs["--tp"].value = workingTp(name, mode === "start" ? 8 : Number(v) || 8);
+      }
+      hints["--tp"].textContent = `${name} 可取 TP = ${ok.join("、")}（头数要能平均分到各卡）`;
     }
     fitTp("--tp" in starts ? "hint" : "start");
     const runButton = el("button", { type: "button", class: "tmath-run", text: "计算" });

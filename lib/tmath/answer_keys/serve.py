@@ -44,6 +44,36 @@ def _pd_3() -> float:
     return expected_experts_touched(256, 8, 64)
 
 
+@answer("ex-pd-4", count=True, unit="条序列")
+def _pd_4() -> int:
+    """Smallest whole batch at which the chapter's formula B* = pi P b / (2 P beta - pi S kappa)
+    makes one decode step of Llama 3 70B on H100 (bf16 weights and KV cache) compute-bound,
+    every sequence holding S = 768 cached tokens."""
+    import math
+
+    import tmath
+
+    cfg = tmath.preset("llama3-70b")
+    hw = tmath.get_hardware("H100")
+    p = tmath.count_params(cfg).total
+    kappa = tmath.kv_cache_bytes_per_token(cfg, dtype="bf16")
+    pi, beta = hw.dense_flops, hw.hbm_bandwidth
+    return math.ceil(pi * p * 2 / (2 * p * beta - pi * 768 * kappa))
+
+
+@answer("ex-pd-5", rel_tol=0.01, unit="秒")
+def _pd_5() -> float:
+    """Seconds a lone user waits for 1,024 output tokens after a 1,024-token prompt, Llama 3 70B
+    on 8 x H100 (TP 8, bf16, batch 1): TTFT + 1,023 decode steps, each taken as long as the
+    last one (2,047 cached tokens), an upper bound."""
+    import tmath
+    from tmath import serve
+
+    cfg = tmath.preset("llama3-70b")
+    ttft = serve.prefill_time(cfg, "H100", tp=8, prompt_len=1024).seconds
+    return ttft + 1023 * serve.decode_step(cfg, "H100", tp=8, batch=1, context=2047).seconds
+
+
 # --- book/serving/memory-scheduling ------------------------------------------------------
 
 
@@ -83,6 +113,30 @@ def _ms_3() -> float:
     return 1e3 * res.percentile("tpot", 0.9)
 
 
+@answer("ex-ms-4", count=True, unit="条序列")
+def _ms_4() -> int:
+    """Sequences of 1,100 tokens that fit 8 x H100 at TP 8 (Llama 3 70B, bf16), paged in blocks
+    of 128 tokens: the per-GPU KV budget over ceil(1100/128) blocks of 128 tokens each."""
+    import tmath
+    from tmath import serve
+
+    cfg = tmath.preset("llama3-70b")
+    budget = serve.kv_capacity(cfg, "H100", tp=8, max_len=1100).kv_budget_bytes_per_gpu
+    kappa_gpu = tmath.kv_cache_bytes_per_token(cfg) // 8  # one KV head of 8 on each GPU
+    per_seq = -(-1100 // 128) * 128 * kappa_gpu
+    return int(budget // per_seq)
+
+
+@answer("ex-ms-5", count=True, unit="块")
+def _ms_5() -> int:
+    """KV blocks of 64 sequences of 1,500 tokens sharing a 1,000-token prefix, blocks of 128:
+    the prefix's full blocks stored once, every other block (the partial prefix block too) per
+    sequence (enumerated by tmath.serve.paged_kv)."""
+    from tmath import serve
+
+    return serve.paged_kv([1500] * 64, 128, 1, prefix_shared=1000).blocks
+
+
 # --- book/serving/speculative-quant ------------------------------------------------------
 
 
@@ -110,6 +164,35 @@ def _sq_3() -> int:
 
     return serve.kv_capacity(tmath.preset("llama3-70b"), "H200", tp=1, max_len=4096,
                              weight_dtype="int4", kv_dtype="fp8").sequences
+
+
+@answer("ex-sq-4", rel_tol=0.01)
+def _sq_4() -> float:
+    """The acceptance rate at which Leviathan's speed-up is 1 (gamma = 4), with the chapter's
+    c_draft (Llama 3 8B drafting for 70B, 8 x H100, batch 1), by bisection."""
+    import tmath
+    from tmath import serve
+
+    c = serve.speculative_at_batch(tmath.preset("llama3-70b"), tmath.preset("llama3-8b"), "H100",
+                                   tp=8, batch=1, context=2048, k=4, alpha=0.8)["draft_cost_ratio"]
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # (1 - a^5) / (1 - a) = 1 + a + ... + a^4 rises with a
+        mid = (lo + hi) / 2
+        if sum(mid**i for i in range(5)) < 1 + 4 * c:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@answer("ex-sq-5", count=True, unit="条序列")
+def _sq_5() -> int:
+    """8,192-token sequences on 8 x H100 (TP 8), Llama 3 70B with fp8 weights and bf16 KV."""
+    import tmath
+    from tmath import serve
+
+    return serve.kv_capacity(tmath.preset("llama3-70b"), "H100", tp=8, max_len=8192,
+                             weight_dtype="fp8", kv_dtype="bf16").sequences
 
 
 # --- book/serving/disaggregation-cost ----------------------------------------------------
@@ -147,3 +230,29 @@ def _dc_3() -> float:
     s = serve.ep_decode_step(tmath.preset("deepseek-v3"), "H800", ep=144, batch_per_gpu=64,
                              context=4989, routed_experts_per_gpu=2, shared_experts_per_gpu=1)
     return serve.cost_per_million(2.0, 8, s["output_tokens_per_s_per_node"])
+
+
+@answer("ex-dc-4", rel_tol=0.01, unit="美元")
+def _dc_4() -> float:
+    """The GPU-hour price at which Llama 3 70B on 8 x H100 (TP 8, bf16, batch 256, prompt 2,048,
+    output 256) costs $0.50 per million output tokens: the break-even rent."""
+    import tmath
+    from tmath import serve
+
+    r = serve.serve(tmath.preset("llama3-70b"), "H100", tp=8, batch=256, prompt_len=2048,
+                    output_len=256)
+    return 0.50 / 1e6 * r["output_tokens_per_s"] * 3600 / 8
+
+
+@answer("ex-dc-5", count=True, unit="条序列")
+def _dc_5() -> int:
+    """Sequences per GPU at which a routed expert's matmuls of DeepSeek-V3's online decode unit
+    (EP 144, 256 routed experts, 8 per token, uniform routing) reach the H800's fp8 ridge:
+    tokens per expert 144 B 8 / 256, 2 FLOPs per fp8 weight byte each."""
+    import math
+
+    import tmath
+
+    hw = tmath.get_hardware("H800")
+    ridge = hw.fp8_flops / hw.hbm_bandwidth  # FLOPs per byte
+    return math.ceil(ridge / (2 * 144 * 8 / 256))
