@@ -96,18 +96,22 @@ class Param:
 PARAMETERS: dict[str, dict[str, Param]] = {
     "ex-tour-1": {"model": Param("gpt3-125m", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
                                                "gpt3-6.7b", "gpt3-13b", "gpt3-175b"), "model")},
-    "ex-tour-3": {"model": Param("gpt3-175b", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
-                                               "gpt3-6.7b", "gpt3-13b"), "model")},
+    # not GPT-3 175B: its V·d = 617,558,016 is printed in the architecture and 6PT chapters
+    "ex-tour-3": {"model": Param("gpt3-13b", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
+                                              "gpt3-6.7b"), "model")},
     "ex-arch-1": {"model": Param("gpt3-1.3b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-2.7b",
                                                "gpt3-6.7b", "gpt3-13b", "gpt3-175b"), "model")},
-    "ex-arch-3": {"model": Param("gpt3-175b", ("gpt3-13b", "llama3-70b", "llama3.1-405b",
-                                               "mixtral-8x7b", "gemma-2-27b"), "model"),
+    # not GPT-3 175B (its fp16 gradient, the same bytes, is printed in the data-parallel chapter)
+    # nor Llama 3 70B (its 141.1 GB of weights in its own chapter)
+    "ex-arch-3": {"model": Param("llama3.1-405b", ("gpt3-13b", "gpt3-6.7b", "mixtral-8x7b",
+                                                   "gemma-2-27b", "gemma-2-9b"), "model"),
                   "gpu": Param("H100", ("A100-40GB", "H200", "B200"), "gpu")},
     "ex-arch-4": {"model": Param("mixtral-8x7b", ("llama3-8b", "mistral-7b", "qwen2-7b", "gemma-2-9b",
                                                   "gemma-2-27b"), "model"),
                   "gpu": Param("H100", ("A100-40GB", "H200", "B200"), "gpu")},
-    "ex-fwd-4": {"model": Param("gpt3-175b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
-                                              "gpt3-6.7b", "gpt3-13b"), "model")},
+    # not GPT-3 175B: its V·d = 617,558,016 is printed in the architecture and 6PT chapters
+    "ex-fwd-4": {"model": Param("gpt3-6.7b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
+                                              "gpt3-13b"), "model")},
     "ex-fwd-1": {"tokens": Param(2048, (128, 256, 384, 512, 640, 768, 896, 1024, 1280, 1536, 1792))},
     "ex-units-1": {"model": Param("llama3-70b", ("llama3-8b", "llama3.1-405b", "mistral-7b"), "model"),
                    "tokens": Param(2048, (256, 512, 1024, 4096, 8192))},
