@@ -143,7 +143,10 @@ def _independent(label: str, p: dict) -> float | None:
         cfg = preset(p["model"])
         total = count_params(cfg).total
         share = 100 * (cfg.vocab_size + cfg.max_position) * cfg.hidden_size / total
-        return total if label == "ex-tour-1" else share
+        # outside the embedding tables: L layers of 12d^2 + 13d and the final layer norm's 2d
+        d = cfg.hidden_size
+        layers = cfg.num_layers * (12 * d**2 + 13 * d) + 2 * d
+        return layers if label == "ex-tour-1" else share
     return None
 
 

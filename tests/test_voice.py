@@ -261,8 +261,8 @@ _WORD = re.compile(r"[A-Za-z]+[A-Za-z0-9]*")
 def _header_is_symbolic(text: str) -> bool:
     """No Chinese needed: every word is a unit, an acronym (GQA, KV, H100), a name or one letter."""
     for word in _WORD.findall(text):
-        if len(word) == 1 or word in HEADER_WORDS:
-            continue
+        if len(word) == 1 or word in HEADER_WORDS or word.rstrip("0123456789") in HEADER_WORDS:
+            continue  # a name with its generation (Qwen3) is a name
         if word.isupper() or re.fullmatch(r"[A-Z]+\d+[A-Za-z0-9]*", word):  # GQA, H100, V3
             continue
         if re.fullmatch(r"[A-Z][a-z]?\d+", word):  # v5e-like, Gb2

@@ -61,6 +61,7 @@ MODEL_NAMES = {
     "llama3.1-405b": "Llama 3.1 405B（llama3.1-405b）", "mistral-7b": "Mistral 7B（mistral-7b）",
     "qwen2-7b": "Qwen2 7B（qwen2-7b）", "gemma-2-9b": "Gemma 2 9B（gemma-2-9b）",
     "gemma-2-27b": "Gemma 2 27B（gemma-2-27b）", "mixtral-8x7b": "Mixtral 8x7B（mixtral-8x7b）",
+    "qwen3-30b-a3b": "Qwen3 30B-A3B（qwen3-30b-a3b）",
 }
 
 
@@ -96,18 +97,23 @@ class Param:
 PARAMETERS: dict[str, dict[str, Param]] = {
     "ex-tour-1": {"model": Param("gpt3-125m", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
                                                "gpt3-6.7b", "gpt3-13b", "gpt3-175b"), "model")},
-    "ex-tour-3": {"model": Param("gpt3-175b", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
-                                               "gpt3-6.7b", "gpt3-13b"), "model")},
+    # not GPT-3 175B: its V·d = 617,558,016 is printed in the architecture and 6PT chapters
+    "ex-tour-3": {"model": Param("gpt3-13b", ("gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
+                                              "gpt3-6.7b"), "model")},
     "ex-arch-1": {"model": Param("gpt3-1.3b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-2.7b",
                                                "gpt3-6.7b", "gpt3-13b", "gpt3-175b"), "model")},
-    "ex-arch-3": {"model": Param("gpt3-175b", ("gpt3-13b", "llama3-70b", "llama3.1-405b",
-                                               "mixtral-8x7b", "gemma-2-27b"), "model"),
+    # not GPT-3 175B (its fp16 gradient, the same bytes, is printed in the data-parallel chapter)
+    # nor Llama 3 70B (its 141.1 GB of weights in its own chapter)
+    "ex-arch-3": {"model": Param("llama3.1-405b", ("gpt3-13b", "gpt3-6.7b", "mixtral-8x7b",
+                                                   "gemma-2-27b", "gemma-2-9b"), "model"),
                   "gpu": Param("H100", ("A100-40GB", "H200", "B200"), "gpu")},
-    "ex-arch-4": {"model": Param("mixtral-8x7b", ("llama3-8b", "mistral-7b", "qwen2-7b", "gemma-2-9b",
-                                                  "gemma-2-27b"), "model"),
+    # none of the cheatsheet's models: its table prints each one's training state in TB
+    "ex-arch-4": {"model": Param("qwen3-30b-a3b", ("gemma-2-9b", "gpt3-13b", "gpt3-6.7b", "gpt3-2.7b",
+                                                   "gpt3-1.3b"), "model"),
                   "gpu": Param("H100", ("A100-40GB", "H200", "B200"), "gpu")},
-    "ex-fwd-4": {"model": Param("gpt3-175b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
-                                              "gpt3-6.7b", "gpt3-13b"), "model")},
+    # not GPT-3 175B: its V·d = 617,558,016 is printed in the architecture and 6PT chapters
+    "ex-fwd-4": {"model": Param("gpt3-6.7b", ("gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b",
+                                              "gpt3-13b"), "model")},
     "ex-fwd-1": {"tokens": Param(2048, (128, 256, 384, 512, 640, 768, 896, 1024, 1280, 1536, 1792))},
     "ex-units-1": {"model": Param("llama3-70b", ("llama3-8b", "llama3.1-405b", "mistral-7b"), "model"),
                    "tokens": Param(2048, (256, 512, 1024, 4096, 8192))},
@@ -115,7 +121,8 @@ PARAMETERS: dict[str, dict[str, Param]] = {
                                          "TPUv6e"), "name")},
     "ex-sixpt-1": {"model": Param("gpt3-175b", ("gpt3-6.7b", "gpt3-13b"), "model"),
                    "tokens": Param(1024, (256, 512, 768, 1536))},
-    "ex-sixpt-4": {"gpus": Param(6400, (1024, 1536, 2048, 2560, 3072, 4096, 5120, 8192, 10240, 12288,
+    # not the source's 6,400 cards: their 29.0 days are printed in the errata appendix
+    "ex-sixpt-4": {"gpus": Param(8192, (1024, 1536, 2048, 2560, 3072, 4096, 5120, 10240, 12288,
                                         16384, 20480, 24576, 32768))},
     "ex-mem-1": {"model": Param("llama3-70b", ("llama3-8b", "llama3.1-405b", "gpt3-175b",
                                                "mixtral-8x7b"), "model"),

@@ -62,7 +62,7 @@ def _units_2_fp32(p) -> float:
 def _units_4() -> float:
     from tmath import einsum_flops
 
-    return einsum_flops("bij,bjk->bik", (8, 64, 64), (8, 64, 64))
+    return einsum_flops("bij,bjk->bik", (8, 96, 96), (8, 96, 96))
 
 
 @answer("ex-units-5", count=True, unit="条序列")
@@ -150,7 +150,7 @@ def _sixpt_4_card(p) -> float:
 def _sixpt_5() -> float:
     from tmath import count_params, preset
 
-    p = count_params(preset("llama3-70b"))
+    p = count_params(preset("llama3-8b"))
     return 100 * p.breakdown["embedding"] / p.total
 
 
@@ -243,7 +243,7 @@ def _sixpt_6_coef() -> float:
 def _sixpt_6_llama() -> float:
     from tmath import preset
 
-    cfg, t = preset("llama3-70b"), 8192
+    cfg, t = preset("llama3-70b"), 4096
     total, (T, S, H) = _attention_core_train_flops()
     per_seq = total.subs({T: t, S: t, H: cfg.head_dim}) * cfg.num_heads * cfg.num_layers
     return int(per_seq) // t
