@@ -189,6 +189,15 @@ COINCIDENCES: dict[tuple[str, str] | tuple[str, str, str], str] = {
     "fp8 weights, not micro-batches",
     ("ex-units-1/flops", "9.621 × 10¹¹", "flash/naive-memory.ipynb"): "FlashAttention's attention FLOPs of "
     "one layer at GPT-2 medium's shape, not Llama 3 70B's W_down",
+    ("ex-ms-5", "327", "ledger/llama3-70b.ipynb"): "the first digits of 327,680 bytes of KV cache per token, "
+    "not a number of KV blocks",
+    ("ex-ms-5", "327", "appendix/errata.ipynb"): "4K sequences in the source's 440 GB pool, not a number of "
+    "KV blocks",
+    ("ex-dc-4", "2.9", "energy/energy.ipynb"): "years for GPU efficiency to double, not dollars per GPU-hour",
+    ("ex-pd-5", "6.8", "appendix/calculator.ipynb"): "GB per card of GPT-3 6.7B's plan in the calculator's "
+    "table, not seconds of a request",
+    ("ex-sq-4", "41%"): "Llama 3 405B's MFU (its Table 4, or the model's), not an acceptance rate",
+    ("ex-sq-4", "41.0%"): "an MFU the model gives Llama 3 405B, not an acceptance rate",
 }
 
 #: Pages that show right answers on purpose. The teacher's guide grades a worked example (five

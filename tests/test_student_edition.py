@@ -142,6 +142,7 @@ def keys_of(label):
     return keys_of(label)
 GLUE_REF = re.compile(r"\{glue(?::\w+)?\}`([^`:]+)")
 GLUE_SET = re.compile(r"""\bglue\(\s*f?(?:"([^"]+)"|'([^']+)')""")
+VARIANT_GLUE = re.compile(r"""\bglue_parameters\(\s*["']([^"']+)["']""")
 
 
 def _names(source: str) -> tuple[set[str], set[str]]:
@@ -194,6 +195,8 @@ def test_stripped_chapter_is_a_working_exercise_notebook(path):
     # A key glued in a loop (f"mh-alpha-{i}") is a pattern.
     keys = map("".join, GLUE_SET.findall(code))
     glued = [re.compile(re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(k)) + "$") for k in keys]
+    # variants.glue_parameters("ex-x-1") glues the exercise's parameter texts, var-ex-x-1-<name>.
+    glued += [re.compile(f"var-{re.escape(e)}-[a-z0-9_]+$") for e in VARIANT_GLUE.findall(code)]
     unset = {k for k in shown if not any(g.match(k) for g in glued)}
     assert not unset, f"glue keys shown but only glued by a removed solution: {sorted(unset)}"
     # No kept cell reads a name that only a removed (solution) cell binds.
