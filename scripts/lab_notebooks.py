@@ -662,6 +662,16 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: Files a page reads or shows beside it (a benchmark's saved JSON, its figure): copied as they are.
+DATA_SUFFIXES = (".json", ".csv", ".png", ".svg")
+
+
+def data_files() -> list[Path]:
+    """The data files beside the pages under book/ (not the site's own _ext/_static)."""
+    return sorted(p for p in BOOK.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES
+                  and not any(part.startswith(("_", ".")) for part in p.relative_to(BOOK).parts))
+
+
 def write_lab(out: Path) -> tuple[list[Path], list[Path]]:
     """The full edition converted into ``out``: (written, kept because the reader changed them)."""
     book = Book.load()
@@ -671,12 +681,14 @@ def write_lab(out: Path) -> tuple[list[Path], list[Path]]:
     except (OSError, ValueError):
         manifest = {}
     written, kept = [], []
-    for page in book.pages:
-        source = _page_path(ROOT, page)
+    sources = [(page, _page_path(ROOT, page)) for page in book.pages]
+    for page, source in [*sources, *((None, f) for f in data_files())]:
         if source is None:
             continue
         rel = str(source.relative_to(BOOK))
-        if source.suffix == ".ipynb":
+        if page is None:
+            data = source.read_bytes()
+        elif source.suffix == ".ipynb":
             nb = convert(nbformat.read(source, as_version=4), page, book)
             data = (nbformat.writes(nb) + "\n").encode("utf-8")
         else:

@@ -161,6 +161,14 @@ def student_pages(book: lab_notebooks.Book) -> list[tuple[Path, str]]:
             for page in toc_pages() if (ROOT / f"{page}.md").is_file()]
 
 
+def _copy_data(kit: Path) -> None:
+    """The files the notebooks read or show beside them (a benchmark's JSON and figure)."""
+    for source in lab_notebooks.data_files():
+        path = kit / "notebooks" / source.relative_to(ROOT / "book")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, path)
+
+
 def build_wheel(out: Path, varied: bool = False) -> Path:
     """The tmath wheel without answer keys, with their hashes; returns its path. ``varied``: a
     student's own kit, whose varied parts (:mod:`tmath.variants`) have no hash either."""
@@ -330,6 +338,7 @@ def build_student_kits(out: Path, roster) -> list[Path]:
                 path = kit / "notebooks" / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
+            _copy_data(kit)
             shutil.copy2(wheel, kit / wheel.name)
             (kit / "requirements.txt").write_text(reqs, encoding="utf-8")
             (kit / "README.md").write_text(readme(wheel.name, notebooks) + kit_note(student),
@@ -353,6 +362,7 @@ def build_kit(out: Path = ROOT / "_build" / "student-kit") -> Path:
         path = kit / "notebooks" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    _copy_data(kit)
     wheel = build_wheel(kit)
     (kit / "requirements.txt").write_text(
         "# 《Transformer 的数学》课程包：运行笔记本所需的软件包（版本固定）\n"
