@@ -87,6 +87,18 @@ def test_strip_markdown_removes_gated_and_plain_solutions():
     assert "秘密" not in out and "solution" not in out
 
 
+def test_strip_markdown_removes_full_edition_only_blocks():
+    # The teacher's worked example (right answers) sits in a full-edition-only block: the student
+    # site's downloadable source loses it, the student block stays.
+    text = ("甲\n````{only} not student\n答案 32.08\n```python\nx = 1\n```\n````\n"
+            "```{only} student\n学生看的\n```\n:::{only} not student\n秘密\n:::\n乙\n")
+    out = strip_markdown(text)
+    assert "32.08" not in out and "x = 1" not in out and "秘密" not in out
+    assert "甲" in out and "学生看的" in out and "乙" in out
+    teachers = (ROOT / "book" / "guides" / "teachers.md").read_text(encoding="utf-8")
+    assert "32.08" in teachers and "32.08" not in strip_markdown(teachers)
+
+
 def test_answer_cell_is_prefilled_with_one_line_per_key():
     source = answer_cell_source("ex-tour-1")
     assert "from tmath.exercises import my_answer" in source

@@ -1215,13 +1215,11 @@ def test_grading_installs_nothing_and_asks_no_index(tmp_path):
         nbformat.v4.new_code_cell(f"%pip install --quiet tmath-no-such-package==1.0 "
                                   f"--index-url http://127.0.0.1:{port}/simple"),
         nbformat.v4.new_code_cell("import os\nprint('after', os.environ.get('PIP_NO_INDEX'))")])
-    started = time.monotonic()
     status = run(nb, 120, str(tmp_path), 60)
     try:
         with pytest.raises(BlockingIOError):
             index.accept()  # nothing dialled the index
     finally:
         index.close()
-    assert status == {"status": "ok"}, status
-    assert time.monotonic() - started < 60
+    assert status == {"status": "ok"}, status  # pip's failure did not stop the cells after it
     assert nb.cells[1].outputs[0]["text"] == "after 1\n"

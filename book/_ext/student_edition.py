@@ -102,8 +102,12 @@ class _Scanner:
         return out
 
 
+_FULL_ONLY = re.compile(r"^(`{3,}|:{3,})\{only\}[ \t]+not[ \t]+student[ \t]*\n.*?^\1[ \t]*\n?", re.M | re.S)
+
+
 def strip_markdown(text: str) -> str:
     """A MyST page's text without solutions (an answer slot is just a blank line there)."""
+    text = _FULL_ONLY.sub("", text)  # ```{only} not student``` (the teacher's worked example)
     scanner = _Scanner()
     pieces = scanner.pieces(_SOL_PLAIN.sub("", text))
     if scanner.in_solution:
