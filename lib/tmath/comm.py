@@ -419,8 +419,8 @@ def torus_shape(n: int, *, axes: int, wrap_multiple: int, max_side: int | None =
 
     >>> torus_shape(64, axes=3, wrap_multiple=4)
     ((4, True), (4, True), (4, True))
-    >>> torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048)
-    ((4, False), (4, False), (4, False))
+    >>> torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048, kind="all_to_all")
+    ((2, False), (4, False), (8, True))
     """
     n = int_arg("n", n)
     if n > 10**7:
