@@ -688,6 +688,8 @@ def build_plan(
 
     # communication: bytes and seconds on the links each axis rides
     colls = lay.collectives()
+    if sched["weight_copies"] == 2:  # DualPipe: two copies of the parameters to synchronise
+        colls = _dualpipe_dp(colls)
     # a TPU job's chips in one pod are one slice: its box decides the wraparound links
     slice_chips = min(lay.world_size, lay.gpus_per_node)
     comm_s = dict.fromkeys(AXES, 0.0)
@@ -889,6 +891,15 @@ def _dualpipe_memory(rows: list[dict[str, int]]) -> list[dict[str, int]]:
     return out
 
 
+def _dualpipe_dp(colls: list[Any]) -> list[Any]:
+    """DualPipe keeps two copies of the model parameters (DeepSeek-V3 report §3.2.1): GPU i
+    holds stage i and stage pp−1−i, so its data-parallel collectives (gradients, ZeRO's
+    weights) carry the bytes of both, counted as twice the stage shown."""
+    from dataclasses import replace
+
+    return [replace(c, nbytes=2 * c.nbytes) if c.axis == "dp" else c for c in colls]
+
+
 def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
                    rows: list[dict[str, Any]]) -> None:
     """Interleaved 1F1B: every micro-batch crosses each GPU V times, V× the pipeline sends."""
@@ -904,7 +915,10 @@ def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
 
 def _schedule_bytes(sched: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
     v = sched["pp_messages_factor"]
-    return sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+    out = sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+    if sched["weight_copies"] == 2:  # DualPipe: the two copies' data-parallel bytes
+        out = {**out, "dp": out["dp"] * 2}
+    return out
 
 
 def _mb(x: float) -> str:
@@ -931,7 +945,8 @@ def _note_schedule(plan: dict[str, Any]) -> None:
         text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
     if sc["weight_copies"] == 2:
         text += ("DualPipe 第 i 张卡放第 i 段和第 pp−1−i 段：参数两份，各带梯度与优化器状态；"
-                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步仍按一份参数计。")
+                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步（和 ZeRO 的参数收集）"
+                 "要同步两份参数，按所示段的两倍字节计。")
     plan["conventions_zh"].append(text)
 
 
