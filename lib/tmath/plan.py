@@ -982,6 +982,20 @@ def _verdict(plan: dict[str, Any]) -> str:
             f"{plan['settings']['gpu']} 的 {_gb(cap)}")
 
 
+def _worst_card_lines(plan: dict[str, Any]) -> list[str]:
+    """The card the verdict speaks of, when it is not the stage the text describes: its total
+    and activations, so the memory table and the verdict name the same card."""
+    i = plan["worst_stage"]
+    if i == plan["stage"]["index"]:
+        return []
+    w, pp = plan["memory_by_stage"][i], len(plan["memory_by_stage"])
+    who = (f"卡 {i}（第 {i} 段与第 {pp - 1 - i} 段）" if plan["schedule"]["weight_copies"] == 2
+           else f"第 {i} 段的卡")
+    return [f"  最紧的是{who}：权重 {_bytes(w['weights'])}、梯度 {_bytes(w['grads'])}、"
+            f"优化器状态 {_bytes(w['optimizer'])}、激活 {_bytes(w['activations'])}，"
+            f"合计 {_bytes(w['total'])}（部署的判定按这张卡）"]
+
+
 _PHASE_ZH = {"forward": "前向", "backward": "反向", "recompute": "重算", "step": "每步一次"}
 
 
@@ -1096,6 +1110,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  激活        {_bytes(m['activations'])}（同时在途 {_mb(st['in_flight_micro_batches'])} 个微批次）",
         f"  合计        {_bytes(sum(m.values()))}（另留工作区 {_bytes(plan['workspace_bytes_per_gpu'])}；"
         f"HBM {_bytes(plan['hbm_bytes_per_gpu'])}）",
+        *_worst_card_lines(plan),
         "",
         "每个优化器步每卡发出的字节（环形算法）：",
     ]
