@@ -304,7 +304,7 @@ def test_a_group_inside_a_larger_slice_has_no_wraparound_unless_it_spans_the_sid
         if all(g <= s for g, s in zip(group, sides, strict=True)):
             want = group_wraps(group, sides, wraps)
             got = [False] * len(sides)
-            for (a, w), axis in zip(dims, perm, strict=False):
+            for (_, w), axis in zip(dims, perm, strict=False):
                 got[axis] = w
             if tuple(got) == want:
                 placed = (group, want)
@@ -325,7 +325,6 @@ def test_the_old_rule_priced_a_sub_cube_as_a_torus():
     mesh = busiest("all_to_all", (4, 4, 4), (False,) * 3, m)
     cube = busiest("all_to_all", (4, 4, 4), (True,) * 3, m)
     assert mesh == 2 * cube == m
-    lk = hardware.link("ICI-v5p")
     dims = comm.torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048, kind="all_to_all")
     assert comm.torus_link_load("all_to_all", m, dims) == mesh
     assert not any(w for a, w in dims if a < 8)  # only a side spanning the slice's 8 wraps

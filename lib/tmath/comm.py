@@ -410,12 +410,12 @@ def torus_shape(n: int, *, axes: int, wrap_multiple: int, max_side: int | None =
     the slice is the box :func:`torus_slice` gives; each group is a box inside it (its sides no
     longer than the slice's); of those the one whose collective ``kind`` loads the busiest
     link least (then the other of all-gather and all-to-all, then the fewest axes): a group
-    that runs all-to-alls (expert parallelism) takes the box best for them.  A side of the group has a wraparound link
-    only when it runs the slice's whole side and that side has one: the wraparound joins the
-    two ends of the slice, not of a group inside it (a 4 × 4 × 4 group in a 2,048-chip v5p
-    slice is a mesh, no torus).  A group that is not a box (for instance tp = 8 on half of a
-    16-chip side, whose dp groups then straddle two halves) is priced as the box of its size:
-    optimistic.
+    that runs all-to-alls (expert parallelism) takes the box best for them.  A side of the
+    group has a wraparound link only when it runs the slice's whole side and that side has
+    one: the wraparound joins the two ends of the slice, not of a group inside it (a 4 × 4
+    × 4 group in a 2,048-chip v5p slice is a mesh, no torus).  A group that is not a box
+    (for instance tp = 8 on half of a 16-chip side, whose dp groups then straddle two
+    halves) is priced as the box of its size: optimistic.
 
     >>> torus_shape(64, axes=3, wrap_multiple=4)
     ((4, True), (4, True), (4, True))

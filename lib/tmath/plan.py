@@ -554,14 +554,16 @@ def _note_torus(plan: dict[str, Any], lk: Any, slice_chips: int) -> None:
                     + ("各边有回绕" if len(wrapped) == len(whole) else
                        f"边长 {'、'.join(wrapped)} 有回绕" if wrapped else "没有回绕") + "）")
     plan["conventions_zh"].append(
-        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：作业在一个 pod 内的芯片是一个 slice，取最接近立方（正方）的盒子；"
+        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：作业在一个 pod 内的芯片是一个 slice，"
+        "取最接近立方（正方）的盒子；"
         "一个组占 slice 里的一个子盒子（取对它的集合通信最省的形状），"
         "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
         "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
         "回绕链路连的是 slice 一条边的两端：v4、v5p 的 slice 由整个 4×4×4 立方体拼成时各边才有回绕，"
         "v5e、v6e 的边是整条 16 时才有；组的一条边只有占满 slice 的那条边时才有回绕，"
         "否则按一条线计；没有回绕的小盒子若穿一个环更快（如 4×2），按那个环计。"
-        f"本计划：{slice_zh}；{where}。各轴的盒子分别取最省的，不保证能同时摆进同一个 slice；组不是盒子时（如 tp = 8 占 16 条边的一半）也按盒子算：两处都偏乐观。")
+        f"本计划：{slice_zh}；{where}。各轴的盒子分别取最省的，不保证能同时摆进同一个 slice；"
+        "组不是盒子时（如 tp = 8 占 16 条边的一半）也按盒子算：两处都偏乐观。")
 
 
 def build_plan(
