@@ -171,10 +171,8 @@ COINCIDENCES: dict[tuple[str, str] | tuple[str, str, str], str] = {
     ("ex-flash-backward-2/lse", "2048"): "GPT-3's context T = 2048, as code writes it",
     ("ex-flash-naive-6", "2.09", "appendix/calculator.ipynb"): "Gemma 2 27B's decode step in ms in the "
     "calculator's table, not FlashAttention's extra FLOPs in %",
-    ("ex-flash-online-4", "51.6%", "parallel/published-runs.ipynb"): "the modelled MFU of Llama 3 405B "
-    "on 16,384 cards with its communication hidden, not a share of causal blocks",
-    ("ex-flash-online-4", "51.6%", "parallel/together.ipynb"): "the same modelled MFU of Llama 3 405B, not a "
-    "share of causal blocks",
+    ("ex-flash-online-4", "51.6%", "parallel/together.ipynb"): "the modelled MFU of Llama 3 405B on "
+    "16,384 cards with its communication hidden (naive 1F1B), not a share of causal blocks",
     ("ex-flash-online-5", "−6.4%", "flops/when-6pt-fails.ipynb"): "6PT's error (GPT-2 small at T = 512, "
     "Llama 3 8B at 8,192), not the log10 of float32's relative error",
     ("ex-mem-1/3", "17.64", "ledger/llama3-70b.ipynb"): "Llama 3 70B's bf16 weights per card at TP 8 (2P/8); "

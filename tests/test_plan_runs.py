@@ -327,3 +327,24 @@ def test_build_plan_refuses_a_non_boolean_switch(dsv3):
     with pytest.raises(LayoutError) as e:
         build_plan(dsv3, **DSV3, node_limit=4.0)
     assert e.value.field == "node_limit"
+
+
+def test_dualpipe_synchronises_two_copies_of_the_parameters(dsv3):
+    # report §3.2.1: "DualPipe requires keeping two copies of the model parameters", so the
+    # data-parallel reduce-scatter of the gradients and all-gather of the weights (ZeRO-1) of a
+    # GPU carry twice the bytes they carry under 1F1B; nothing else moves
+    one = build_plan(dsv3, **DSV3, **{**DSV3_RUN, "schedule": "1f1b"})
+    two = build_plan(dsv3, **DSV3, **DSV3_RUN)
+    dp1 = [c for c in one["collectives"] if c["axis"] == "dp"]
+    dp2 = [c for c in two["collectives"] if c["axis"] == "dp"]
+    assert dp1 and len(dp1) == len(dp2)
+    for a, b in zip(dp1, dp2, strict=True):
+        assert (b["kind"], b["group"], b["count"]) == (a["kind"], a["group"], a["count"])
+        assert b["nbytes"] == 2 * a["nbytes"]
+        assert b["seconds_each"] > a["seconds_each"]
+    assert two["comm_bytes_per_gpu"]["dp"] == 2 * one["comm_bytes_per_gpu"]["dp"]
+    assert two["comm_bytes_per_gpu"]["ep"] == one["comm_bytes_per_gpu"]["ep"]
+    ep1 = [c["seconds"] for c in one["collectives"] if c["axis"] == "ep"]
+    ep2 = [c["seconds"] for c in two["collectives"] if c["axis"] == "ep"]
+    assert ep1 == ep2
+    assert any("两份参数" in n and "两倍" in n for n in two["conventions_zh"])

@@ -244,19 +244,93 @@ def test_the_pod_against_one_ring_of_all_its_chips():
 def test_which_box_a_group_takes():
     v5p, v5e = hardware.link("ICI-v5p"), hardware.link("ICI-v5e")
 
-    def box(n, lk):
+    def box(n, lk, slice_chips=None, kind="all_gather"):
         return comm.torus_shape(n, axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple,
-                                max_side=lk.torus_max_side)
+                                max_side=lk.torus_max_side, slice_chips=slice_chips, kind=kind)
 
-    assert box(64, v5p) == ((4, True),) * 3
+    assert box(64, v5p) == ((4, True),) * 3  # the group is a whole one-cube slice
     assert box(4096, hardware.link("ICI-v4")) == ((16, True),) * 3
     assert box(256, v5e) == ((16, True),) * 2
-    assert box(64, v5e) == ((16, True), (4, False))  # a 4-chip side of a v5e pod: no wrap
+    assert box(64, v5e) == ((8, False),) * 2  # a 64-chip v5e slice is 8 x 8: no wraparound
+    # 64 chips of a whole v5e pod: one full side (wrapped), one 4-chip side (a line)
+    assert sorted(box(64, v5e, 256)) == [(4, False), (16, True)]
     assert box(17 * 16, v5e) is None  # no box of sides ≤ 16 holds 272 chips: a ring
     assert box(1, v5e) == ()
 
 
-def test_plan_prices_ep64_on_a_v5p_cube_on_the_torus():
+# --- a group inside a larger slice: the slice's wraparound joins the slice's ends ----------------
+
+def group_wraps(group, whole, whole_wraps):
+    """Brute force: axis i of a box ``group`` put at the corner of the slice ``whole`` is a ring
+    when the chip at its far end has a link, in the slice, back to the group's first chip."""
+    out = []
+    for axis, g in enumerate(group):
+        far = tuple(g - 1 if i == axis else 0 for i in range(len(group)))
+        nxt = hop(far, axis, +1, whole, whole_wraps)
+        out.append(nxt is not None and nxt == (0,) * len(group) and g > 2)
+    return tuple(out)
+
+
+SUB_BOXES = [
+    # (link, chips of the slice, chips of the group, the collective the box is chosen for)
+    ("ICI-v5p", 2048, 64, "all_to_all"),  # EP 64 in DeepSeek-V3's 2,048-chip slice
+    ("ICI-v5p", 2048, 64, "all_gather"),
+    ("ICI-v5p", 128, 32, "all_gather"),  # a 4x4x8 slice: a 4x4x2 or 4x8 group
+    ("ICI-v5p", 64, 16, "all_to_all"),
+    ("ICI-v5e", 256, 32, "all_gather"),  # a 16x16 pod: the group spans a whole side or not
+    ("ICI-v5e", 128, 64, "all_to_all"),  # an 8x16 slice: only its 16 side wraps
+    ("ICI-v5e", 64, 16, "all_gather"),  # an 8x8 slice has no wraparound at all
+    ("ICI-v4", 1024, 64, "all_to_all"),  # 8x8x16: a 4x4x4 group is a mesh
+]
+
+
+@pytest.mark.parametrize("name, whole_n, n, kind", SUB_BOXES,
+                         ids=lambda x: str(x))
+def test_a_group_inside_a_larger_slice_has_no_wraparound_unless_it_spans_the_side(
+        name, whole_n, n, kind):
+    lk = hardware.link(name)
+    args = dict(axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple, max_side=lk.torus_max_side)
+    whole = comm.torus_slice(whole_n, **args)
+    assert math.prod(a for a, _ in whole) == whole_n
+    dims = comm.torus_shape(n, slice_chips=whole_n, kind=kind, **args)
+    assert math.prod(a for a, _ in dims) == n
+    # put the box in the slice: each of its sides on a slice axis no shorter than it
+    sides, wraps = [a for a, _ in whole], tuple(w for _, w in whole)
+    placed = None
+    for perm in itertools.permutations(range(len(sides))):
+        group = [1] * len(sides)
+        for (a, _), axis in zip(dims, perm, strict=False):
+            group[axis] = a
+        if all(g <= s for g, s in zip(group, sides, strict=True)):
+            want = group_wraps(group, sides, wraps)
+            got = [False] * len(sides)
+            for (_, w), axis in zip(dims, perm, strict=False):
+                got[axis] = w
+            if tuple(got) == want:
+                placed = (group, want)
+                break
+    assert placed is not None, (dims, whole)
+    group, gw = placed
+    kept = [(g, w) for g, w in zip(group, gw, strict=True) if g > 1]
+    g_sides, g_wraps = tuple(a for a, _ in kept), tuple(w for _, w in kept)
+    v = 8 * n * len(g_sides)
+    sim = busiest(kind, g_sides, g_wraps, v)
+    assert comm.torus_link_load(kind, v, dims) == sim
+
+
+def test_the_old_rule_priced_a_sub_cube_as_a_torus():
+    # a 4x4x4 group of a bigger v5p slice has no wraparound: the busiest link of its
+    # all-to-all carries twice what the wrapped cube would (brute force, both)
+    m = 8 * 64
+    mesh = busiest("all_to_all", (4, 4, 4), (False,) * 3, m)
+    cube = busiest("all_to_all", (4, 4, 4), (True,) * 3, m)
+    assert mesh == 2 * cube == m
+    dims = comm.torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048, kind="all_to_all")
+    assert comm.torus_link_load("all_to_all", m, dims) == mesh
+    assert not any(w for a, w in dims if a < 8)  # only a side spanning the slice's 8 wraps
+
+
+def test_plan_prices_ep64_on_a_v5p_slice_on_the_torus():
     import tmath
     from tmath.plan import build_plan
 
@@ -264,14 +338,32 @@ def test_plan_prices_ep64_on_a_v5p_cube_on_the_torus():
                    global_batch=15360, seq_len=4096, stage_layers="3,4*14,2")
     ep = next(c for c in p["collectives"] if c["axis"] == "ep")
     m = ep["nbytes"]  # each chip's input of one all-to-all
-    # by hand: 4x4x4 with wraparound, the busiest link carries m·4/8; 2 + 2 + 2 hops of 1 µs
-    want = 6 * 1e-6 + m * 4 / 8 / 100e9
+    # by hand: the 2,048 chips are a 16x16x8 slice; a 64-chip box inside it spans no 16 side,
+    # so at best one side (the 8) wraps and the busiest link carries m (a 4x4x4 mesh: m·4/4),
+    # twice the wrapped cube's m·4/8
+    dims = comm.torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048, kind="all_to_all")
+    assert comm.torus_link_load("all_to_all", m, dims) == m
+    want = comm.torus_steps("all_to_all", dims) * 1e-6 + m / 100e9
     assert ep["seconds_each"] == pytest.approx(want, rel=1e-12)
+    assert 4.69e-3 < ep["seconds_each"] < 4.72e-3
     one_ring = comm.collective_time("all_to_all", m, 64, bandwidth=100e9, alpha=1e-6,
                                     topology="ring")
-    assert one_ring / ep["seconds_each"] > 15.9
-    assert "4×4×4（各边有回绕）" in p["conventions_zh"][-1]
+    assert 7.9 < one_ring / ep["seconds_each"] < 8.1
+    assert "16×16×8（2,048 颗，各边有回绕）" in p["conventions_zh"][-1]
     assert "环面" in p["conventions_zh"][-1]
+
+
+def test_plan_gives_the_wraparound_to_a_group_that_is_the_whole_slice():
+    import tmath
+    from tmath.plan import build_plan
+
+    # 64 chips in all: the EP group is the slice, a 4x4x4 cube with every side wrapped
+    p = build_plan(tmath.preset("deepseek-v3"), gpu="TPUv5p", dp=64, pp=1, ep=64, zero=1,
+                   global_batch=64, seq_len=4096)
+    ep = next(c for c in p["collectives"] if c["axis"] == "ep")
+    m = ep["nbytes"]
+    assert ep["seconds_each"] == pytest.approx(6 * 1e-6 + m * 4 / 8 / 100e9, rel=1e-12)
+    assert "4×4×4（各边有回绕）" in p["conventions_zh"][-1]
 
 
 def test_bad_torus_arguments_are_clear():

@@ -72,6 +72,7 @@ Every function takes plain numbers; :mod:`tmath.layout` lists a layout's collect
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -94,6 +95,7 @@ __all__ = [
     "torus_time",
     "torus_has_ring",
     "torus_shape",
+    "torus_slice",
     "ring_derivation",
     "NCCL_VERSION",
     "Protocol",
@@ -219,7 +221,9 @@ def collective_time(kind: str, nbytes: int | float | Fraction, n: int, *, bandwi
 # --- a group on a TPU torus (2D: v5e, v6e; 3D: v4, v5p) ----------------------------------------
 #
 # A TPU pod has no switch: every chip is wired to its neighbours along 2 or 3 axes, each axis a
-# bidirectional ring when it has a wraparound link (a line when it has none).  A group of chips
+# bidirectional ring when it has a wraparound link (a line when it has none).  A wraparound link
+# joins the two ends of a whole slice's side (:func:`torus_slice`), so a group inside a larger
+# slice has one only on the sides it runs end to end (:func:`torus_shape`).  A group of chips
 # that is a sub-torus (its chips fill a box of sides a_1 × a_2 × …) runs a collective on all its
 # axes at once (the JAX scaling book, "Sharded matrices": gathering over several axes "increases
 # the available bandwidth by a factor of n_axes"):
@@ -348,34 +352,96 @@ def _boxes(n: int, axes: int, max_side: int | None) -> list[tuple[int, ...]]:
     return out
 
 
-@functools.lru_cache(maxsize=256)
-def torus_shape(n: int, *, axes: int, wrap_multiple: int, max_side: int | None = None
-                ) -> tuple[tuple[int, bool], ...] | None:
-    """The torus box a group of ``n`` chips occupies in a pod of ``axes`` (2 or 3) axes, or
-    ``None`` if no box of sides ≤ ``max_side`` holds exactly ``n`` chips.
+def _slice_wraps(box: tuple[int, ...], axes: int, wrap_multiple: int) -> tuple[bool, ...]:
+    """Which sides of a whole slice ``box`` (``axes`` sides, ones included) have wraparound
+    links.  v4, v5p (3 axes): the optical switches that close the rings join whole 4 × 4 × 4
+    cubes, so a slice has them on every axis when every side is a multiple of 4 and on none
+    otherwise ("a ``2x2x4`` won't have any wraparounds since they are provided by the optical
+    switches which are only available on a full cube", the JAX scaling book).  v5e, v6e (2
+    axes): a side has one when it is the pod's whole side, 16 ("smaller topologies can be
+    requested without wraps on dims < 16"; "a TPU v5e 8x16 *will* have a wraparound on the
+    longer axis")."""
+    if axes == 3:
+        cubes = all(a % wrap_multiple == 0 for a in box)
+        return tuple(cubes for _ in box)
+    return tuple(a % wrap_multiple == 0 for a in box)
 
-    The book's assumption (the mesh's axes laid on the torus's, as JAX's device meshes do):
-    each group is a box; of the boxes of ``n`` chips the one whose all-gather loads the busiest
-    link least (then the all-to-all, then the fewest axes).  A side has a wraparound link when it
-    is a multiple of ``wrap_multiple`` (v4, v5p: 4, full cubes joined by optical switches; v5e,
-    v6e: 16, the pod's whole side).  A group that is not a box (for instance tp = 8 on half of a
-    16-chip side, whose dp groups then straddle two halves) is priced as the box of its size:
-    optimistic.
+
+@functools.lru_cache(maxsize=256)
+def torus_slice(chips: int, *, axes: int, wrap_multiple: int, max_side: int | None = None
+                ) -> tuple[tuple[int, bool], ...] | None:
+    """The box of a whole TPU slice of ``chips`` chips, as ``((side, wraps), …)`` with all
+    ``axes`` sides (ones included), or ``None`` if no box of sides ≤ ``max_side`` holds them.
+
+    The book's assumption: the slice is the most cube-like box (the smallest longest side,
+    then the smallest next one), made of whole 4 × 4 × 4 cubes when it can be on v4 and v5p
+    (the shapes Google's v5p page lists: 4x4x4, 4x4x8, 4x8x8, …, 16x16x24); its wraparound
+    links are those of :func:`_slice_wraps`.
+
+    >>> torus_slice(2048, axes=3, wrap_multiple=4)
+    ((16, True), (16, True), (8, True))
+    >>> torus_slice(64, axes=2, wrap_multiple=16, max_side=16)
+    ((8, False), (8, False))
     """
-    n = int_arg("n", n)
+    chips = int_arg("chips", chips)
     axes = int_arg("axes", axes)
     wrap_multiple = int_arg("wrap_multiple", wrap_multiple)
     if max_side is not None:
         max_side = int_arg("max_side", max_side)
+    if chips > 10**7:
+        raise ValueError(f"chips={chips:,} 超过任何 TPU pod 的芯片数")
+    boxes = _boxes(chips, axes, max_side)
+    if not boxes:
+        return None
+    whole = [b for b in boxes if all(a % wrap_multiple == 0 for a in b)] if axes == 3 else []
+    box = min(whole or boxes, key=lambda b: tuple(b))
+    return tuple(zip(box, _slice_wraps(box, axes, wrap_multiple), strict=True))
+
+
+@functools.lru_cache(maxsize=256)
+def torus_shape(n: int, *, axes: int, wrap_multiple: int, max_side: int | None = None,
+                slice_chips: int | None = None, kind: str = "all_gather"
+                ) -> tuple[tuple[int, bool], ...] | None:
+    """The torus box a group of ``n`` chips occupies inside a slice of ``slice_chips`` chips
+    (default ``n``: the group is the whole slice) of a pod of ``axes`` (2 or 3) axes, or
+    ``None`` if no box holds exactly ``n`` chips inside the slice.
+
+    The book's assumption (the mesh's axes laid on the torus's, as JAX's device meshes do):
+    the slice is the box :func:`torus_slice` gives; each group is a box inside it (its sides no
+    longer than the slice's); of those the one whose collective ``kind`` loads the busiest
+    link least (then the other of all-gather and all-to-all, then the fewest axes): a group
+    that runs all-to-alls (expert parallelism) takes the box best for them.  A side of the
+    group has a wraparound link only when it runs the slice's whole side and that side has
+    one: the wraparound joins the two ends of the slice, not of a group inside it (a 4 × 4
+    × 4 group in a 2,048-chip v5p slice is a mesh, no torus).  A group that is not a box
+    (for instance tp = 8 on half of a 16-chip side, whose dp groups then straddle two
+    halves) is priced as the box of its size: optimistic.
+
+    >>> torus_shape(64, axes=3, wrap_multiple=4)
+    ((4, True), (4, True), (4, True))
+    >>> torus_shape(64, axes=3, wrap_multiple=4, slice_chips=2048, kind="all_to_all")
+    ((2, False), (4, False), (8, True))
+    """
+    n = int_arg("n", n)
     if n > 10**7:
         raise ValueError(f"n={n:,} 超过任何 TPU pod 的芯片数")
+    slice_chips = n if slice_chips is None else int_arg("slice_chips", slice_chips)
+    if n > slice_chips:
+        raise ValueError(f"组有 {n:,} 颗芯片，多于它所在的 slice（{slice_chips:,} 颗）：slice_chips 至少取 n")
+    whole = torus_slice(slice_chips, axes=axes, wrap_multiple=wrap_multiple, max_side=max_side)
+    if whole is None:
+        return None
+    first = "all_to_all" if _kind(kind) == "all_to_all" else "all_gather"
+    then = "all_gather" if first == "all_to_all" else "all_to_all"
     best, key = None, None
-    for box in _boxes(n, axes, max_side):
-        dims = tuple((a, a % wrap_multiple == 0) for a in box if a > 1)
-        k = (torus_link_load("all_gather", 1, dims), torus_link_load("all_to_all", 1, dims),
-             len(dims))
-        if key is None or k < key:
-            best, key = dims, k
+    for box in _boxes(n, axes, None):
+        for sides in set(itertools.permutations(box)):
+            if any(a > s for a, (s, _) in zip(sides, whole, strict=True)):
+                continue
+            dims = tuple((a, w and a == s) for a, (s, w) in zip(sides, whole, strict=True) if a > 1)
+            k = (torus_link_load(first, 1, dims), torus_link_load(then, 1, dims), len(dims), dims)
+            if key is None or k < key:
+                best, key = dims, k
     return best
 
 

@@ -210,8 +210,10 @@ class Link:
     line_rate: float | None = None  # bytes/s, one direction: the physical ceiling
     effective_source: str | None = None  # where ``bandwidth`` comes from, if not line rate
     ll_max_bw: float | None = None  # bytes/s: NCCL's cap on LL's bus bandwidth in one node
-    # a TPU torus (ICI): its axes (2 or 3), the sides that get a wraparound link (multiples of
-    # this), the longest side (None: no limit inside the pod); tmath.comm.torus_shape
+    # a TPU torus (ICI): its axes (2 or 3); the slice sides that get a wraparound link
+    # (multiples of this: on 3 axes only when every side of the slice is one, whole 4x4x4
+    # cubes; a group inside the slice has one only on a side it runs end to end); the longest
+    # side (None: no limit inside the pod); tmath.comm.torus_slice, tmath.comm.torus_shape
     torus_axes: int | None = None
     wrap_multiple: int | None = None
     torus_max_side: int | None = None

@@ -34,8 +34,10 @@ Conventions (:mod:`tmath.layout` states each in full; ``--help`` repeats them):
    no kernel reaches, so with no communication the MFU is 100 %.
    A TPU's "node" is its pod (v5p: the largest slice); a group larger than that runs ICI
    inside each pod and the data-centre network between pods, one after the other
-   (:func:`_multislice_time`).  Inside a pod a TPU group occupies a box of the torus and runs
-   on all its axes at once (:func:`_ici_time`, :func:`tmath.comm.torus_time`); the text names
+   (:func:`_multislice_time`).  The job's chips in one pod are one slice, the most cube-like
+   box (:func:`tmath.comm.torus_slice`); a TPU group occupies a box inside it and runs on all
+   its axes at once (:func:`_ici_time`, :func:`tmath.comm.torus_time`), with a wraparound
+   link only on a side that runs the slice's whole side; the text names the slice's box and
    each axis' box.
 10. Memory per GPU is compared with the datasheet capacity minus a 5 GB workspace
     (:data:`tmath.serving.WORKSPACE_BYTES_PER_GPU`).
@@ -306,7 +308,8 @@ def _rated(lk: Any, bandwidth: float) -> Any:
                    bidirectional=2 * bandwidth)
 
 
-def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn: Any) -> float:
+def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn: Any,
+                     slice_chips: int | None = None) -> float:
     """Seconds of a collective over ``n`` TPU chips in ``n/per_pod`` pods (slices): ICI inside
     each pod, the data-centre network between them, one after the other (no overlap), as
     XLA's multislice runs it.
@@ -315,7 +318,9 @@ def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn
     each chip's ``1/per_pod`` shard across the pods on its own DCN share, and all-gathers on
     ICI; a reduce-scatter or all-gather is the matching half; an all-to-all sends the part
     bound for other pods, ``(n−per_pod)/n`` of a chip's input, over its DCN share and the
-    rest over ICI; a send crosses the DCN once.
+    rest over ICI; a send crosses the DCN once.  ``slice_chips``: the chips of the job in one
+    pod (default ``per_pod``: the group's share of a pod is the whole slice there), whose box
+    decides the wraparound links (:func:`_ici_time`).
     """
     from fractions import Fraction
 
@@ -328,7 +333,7 @@ def _multislice_time(kind: str, nbytes: Any, n: int, per_pod: int, ici: Any, dcn
         if m == 1 and k != "send":
             return 0.0
         if lk is ici:
-            return _ici_time(k, vv, m, lk)
+            return _ici_time(k, vv, m, lk, slice_chips)
         return comm.collective_time(k, vv, m, bandwidth=lk.bandwidth, alpha=lk.alpha,
                                     topology=lk.topology)
 
@@ -483,26 +488,32 @@ def _note_deepseek(plan: dict[str, Any], lay: Any, recipe: str) -> None:
                      "MTP 模块与主模型共享词嵌入和输出头（这里不计 MTP 模块）。")
 
 
-def _ici_box(n: int, lk: Any) -> tuple[tuple[int, bool], ...] | None:
-    """The torus box a group of ``n`` chips occupies on ICI link ``lk``
+def _ici_box(n: int, lk: Any, slice_chips: int | None = None, kind: str = "all_gather"
+             ) -> tuple[tuple[int, bool], ...] | None:
+    """The torus box a group of ``n`` chips occupies on ICI link ``lk`` inside a slice of
+    ``slice_chips`` chips (default n: the group is the slice), the best for ``kind``
     (:func:`tmath.comm.torus_shape`), ``None`` if ``lk`` is no torus or no box holds n chips."""
     from tmath import comm
 
     if not getattr(lk, "torus_axes", None):
         return None
+    if kind == "send":
+        kind = "all_gather"
     return comm.torus_shape(n, axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple,
-                            max_side=lk.torus_max_side)
+                            max_side=lk.torus_max_side,
+                            slice_chips=max(n, slice_chips or n), kind=kind)
 
 
-def _ici_time(kind: str, nbytes: Any, n: int, lk: Any) -> float:
-    """Seconds of a collective over ``n`` chips of one TPU pod on ICI link ``lk``: on every axis
+def _ici_time(kind: str, nbytes: Any, n: int, lk: Any, slice_chips: int | None = None) -> float:
+    """Seconds of a collective over ``n`` chips of a slice of ``slice_chips`` chips (default
+    n) of one TPU pod on ICI link ``lk``: on every axis
     of the group's torus box at once (:func:`tmath.comm.torus_time`), or on one ring threaded
     through the box when that is faster (:func:`tmath.comm.torus_has_ring`: a small block
     without wraparound links), or as one ring of n chips when no box holds them
     (:func:`_ici_box`)."""
     from tmath import comm
 
-    box = _ici_box(n, lk)
+    box = _ici_box(n, lk, slice_chips, kind)
     ring = comm.collective_time(kind, nbytes, n, bandwidth=lk.bandwidth, alpha=lk.alpha,
                                 topology=lk.topology)
     if box is None:
@@ -512,15 +523,18 @@ def _ici_time(kind: str, nbytes: Any, n: int, lk: Any) -> float:
     return min(t, ring) if comm.torus_has_ring(box) else t
 
 
-def _note_torus(plan: dict[str, Any], lk: Any) -> None:
-    """On a TPU, name the model the ICI collectives were priced with, and each axis' box."""
+def _note_torus(plan: dict[str, Any], lk: Any, slice_chips: int) -> None:
+    """On a TPU, name the model the ICI collectives were priced with, the slice's box and
+    each axis' box in it."""
+    from tmath import comm
+
     box_zh = {}
     for row in plan["collectives"]:
         links = (lk.name, plan["hardware"]["inter_link"]["name"])
         if row["link"] not in links or row["axis"] in box_zh or row["group"] == 1:
             continue
         n = row["group"] if row["per_node"] == row["group"] else row["per_node"]
-        box = _ici_box(n, lk) if row["kind"] != "send" else ()
+        box = _ici_box(n, lk, slice_chips, row["kind"]) if row["kind"] != "send" else ()
         if box is None:
             box_zh[row["axis"]] = f"{row['axis']} 组 {n} 颗（摆不成盒子，按一个环计）"
         elif box:
@@ -529,13 +543,27 @@ def _note_torus(plan: dict[str, Any], lk: Any) -> None:
             box_zh[row["axis"]] = (f"{row['axis']} 组 {sides}"
                                    + (f"（边长 {'、'.join(lines)} 无回绕）" if lines else "（各边有回绕）"))
     where = "；".join(box_zh.values()) or "没有跨芯片的组"
+    whole = comm.torus_slice(slice_chips, axes=lk.torus_axes, wrap_multiple=lk.wrap_multiple,
+                             max_side=lk.torus_max_side)
+    if whole is None:
+        slice_zh = f"每个 pod 内的 {slice_chips:,} 颗芯片摆不成盒子"
+    else:
+        sides = "×".join(str(a) for a, _ in whole)
+        wrapped = [str(a) for a, w in whole if w]
+        slice_zh = (f"每个 pod 内的 slice 取 {sides}（{slice_chips:,} 颗，"
+                    + ("各边有回绕" if len(wrapped) == len(whole) else
+                       f"边长 {'、'.join(wrapped)} 有回绕" if wrapped else "没有回绕") + "）")
     plan["conventions_zh"].append(
-        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：pod 内的一个组占一个子环面（盒子，取最省的形状），"
+        "TPU 的 ICI 按环面计（tmath.comm.torus_time）：作业在一个 pod 内的芯片是一个 slice，"
+        "取最接近立方（正方）的盒子；"
+        "一个组占 slice 里的一个子盒子（取对它的集合通信最省的形状），"
         "all-gather、reduce-scatter、all-reduce 在它的各轴上同时走（JAX scaling book），"
         "all-to-all 按维序路由、由最长的一轴（对分带宽）决定；"
-        "v4、v5p 的边是 4 的倍数、v5e、v6e 的边是整条 16 时才有回绕链路，"
+        "回绕链路连的是 slice 一条边的两端：v4、v5p 的 slice 由整个 4×4×4 立方体拼成时各边才有回绕，"
+        "v5e、v6e 的边是整条 16 时才有；组的一条边只有占满 slice 的那条边时才有回绕，"
         "否则按一条线计；没有回绕的小盒子若穿一个环更快（如 4×2），按那个环计。"
-        f"本计划：{where}。组不是盒子时（如 tp = 8 占 16 条边的一半）这样算偏乐观。")
+        f"本计划：{slice_zh}；{where}。各轴的盒子分别取最省的，不保证能同时摆进同一个 slice；"
+        "组不是盒子时（如 tp = 8 占 16 条边的一半）也按盒子算：两处都偏乐观。")
 
 
 def build_plan(
@@ -662,6 +690,10 @@ def build_plan(
 
     # communication: bytes and seconds on the links each axis rides
     colls = lay.collectives()
+    if sched["weight_copies"] == 2:  # DualPipe: two copies of the parameters to synchronise
+        colls = _dualpipe_dp(colls)
+    # a TPU job's chips in one pod are one slice: its box decides the wraparound links
+    slice_chips = min(lay.world_size, lay.gpus_per_node)
     comm_s = dict.fromkeys(AXES, 0.0)
     coll_rows = []
     for c in colls:
@@ -671,9 +703,10 @@ def build_plan(
             t = _node_limited_time(c, lk_intra, lk_inter, lay.ep_routing)
         elif lk_intra.step_latency is None:  # not an NCCL link (TPU ICI, DCN): the α–β model
             if spans:  # a group larger than a pod: ICI inside each pod, DCN between pods
-                t = _multislice_time(c.kind, c.nbytes, c.group, per_node, lk_intra, lk_inter)
-            else:  # inside one pod: the group's torus box, every axis at once
-                t = _ici_time(c.kind, c.nbytes, c.group, lk_intra)
+                t = _multislice_time(c.kind, c.nbytes, c.group, per_node, lk_intra, lk_inter,
+                                     slice_chips)
+            else:  # inside one pod: the group's torus box in the slice, every axis at once
+                t = _ici_time(c.kind, c.nbytes, c.group, lk_intra, slice_chips)
         else:
             t = comm.nccl_time(c.kind, c.nbytes, c.group, intra=lk_intra,
                                inter=lk_inter if spans else None,
@@ -768,7 +801,7 @@ def build_plan(
     _note_order(plan, order)
     _note_deepseek(plan, lay, recipe)
     if lk_intra.step_latency is None and getattr(lk_intra, "torus_axes", None):
-        _note_torus(plan, lk_intra)
+        _note_torus(plan, lk_intra, slice_chips)
     return plan
 
 # --- pipeline schedules (tmath.schedule) --------------------------------------------------
@@ -860,6 +893,15 @@ def _dualpipe_memory(rows: list[dict[str, int]]) -> list[dict[str, int]]:
     return out
 
 
+def _dualpipe_dp(colls: list[Any]) -> list[Any]:
+    """DualPipe keeps two copies of the model parameters (DeepSeek-V3 report §3.2.1): GPU i
+    holds stage i and stage pp−1−i, so its data-parallel collectives (gradients, ZeRO's
+    weights) carry the bytes of both, counted as twice the stage shown."""
+    from dataclasses import replace
+
+    return [replace(c, nbytes=2 * c.nbytes) if c.axis == "dp" else c for c in colls]
+
+
 def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
                    rows: list[dict[str, Any]]) -> None:
     """Interleaved 1F1B: every micro-batch crosses each GPU V times, V× the pipeline sends."""
@@ -875,7 +917,10 @@ def _schedule_comm(sched: dict[str, Any], comm_s: dict[str, float],
 
 def _schedule_bytes(sched: dict[str, Any], sent: dict[str, Any]) -> dict[str, Any]:
     v = sched["pp_messages_factor"]
-    return sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+    out = sent if v == 1 else {**sent, "pp": sent["pp"] * v}
+    if sched["weight_copies"] == 2:  # DualPipe: the two copies' data-parallel bytes
+        out = {**out, "dp": out["dp"] * 2}
+    return out
 
 
 def _mb(x: float) -> str:
@@ -902,7 +947,8 @@ def _note_schedule(plan: dict[str, Any]) -> None:
         text += "一个微批次的激活算到它的 W 结束为止（W 其实只需其中一部分：偏保守）。"
     if sc["weight_copies"] == 2:
         text += ("DualPipe 第 i 张卡放第 i 段和第 pp−1−i 段：参数两份，各带梯度与优化器状态；"
-                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步仍按一份参数计。")
+                 "在途 pp + 1 块的激活按两段中较大的一段计（上界）；数据并行的梯度同步（和 ZeRO 的参数收集）"
+                 "要同步两份参数，按所示段的两倍字节计。")
     plan["conventions_zh"].append(text)
 
 
@@ -936,6 +982,20 @@ def _verdict(plan: dict[str, Any]) -> str:
                 f"{plan['settings']['gpu']} 每卡 {_gb(cap)}，余 {_gb(cap - need)}")
     return (f"不可行：{where}需要 {_gb(need)}（含 {_gb(work)} 工作区），超过 "
             f"{plan['settings']['gpu']} 的 {_gb(cap)}")
+
+
+def _worst_card_lines(plan: dict[str, Any]) -> list[str]:
+    """The card the verdict speaks of, when it is not the stage the text describes: its total
+    and activations, so the memory table and the verdict name the same card."""
+    i = plan["worst_stage"]
+    if i == plan["stage"]["index"]:
+        return []
+    w, pp = plan["memory_by_stage"][i], len(plan["memory_by_stage"])
+    who = (f"卡 {i}（第 {i} 段与第 {pp - 1 - i} 段）" if plan["schedule"]["weight_copies"] == 2
+           else f"第 {i} 段的卡")
+    return [f"  最紧的是{who}：权重 {_bytes(w['weights'])}、梯度 {_bytes(w['grads'])}、"
+            f"优化器状态 {_bytes(w['optimizer'])}、激活 {_bytes(w['activations'])}，"
+            f"合计 {_bytes(w['total'])}（部署的判定按这张卡）"]
 
 
 _PHASE_ZH = {"forward": "前向", "backward": "反向", "recompute": "重算", "step": "每步一次"}
@@ -1052,6 +1112,7 @@ def render_text(plan: dict[str, Any], width: int | None = None) -> str:
         f"  激活        {_bytes(m['activations'])}（同时在途 {_mb(st['in_flight_micro_batches'])} 个微批次）",
         f"  合计        {_bytes(sum(m.values()))}（另留工作区 {_bytes(plan['workspace_bytes_per_gpu'])}；"
         f"HBM {_bytes(plan['hbm_bytes_per_gpu'])}）",
+        *_worst_card_lines(plan),
         "",
         "每个优化器步每卡发出的字节（环形算法）：",
     ]
