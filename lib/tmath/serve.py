@@ -421,10 +421,10 @@ def kv_capacity(cfg: Any, gpu: Any = "H100", *, tp: int = 1, max_len: int,
     def seq_bytes(L: int) -> float:
         tokens = L if mode == "contiguous" else -(-L // block_size) * block_size
         return sum(kv_cache_bytes_sequence(m, tokens, dtype=kv_dtype) * sh
-                   for m, sh in zip(models, shares))
+                   for m, sh in zip(models, shares, strict=True))
 
     per_tok_of = [kv_cache_bytes_sequence(m, 1, dtype=kv_dtype) * sh
-                  for m, sh in zip(models, shares)]
+                  for m, sh in zip(models, shares, strict=True)]
     per_tok = sum(per_tok_of)
     if lengths is None or mode == "contiguous":
         one = seq_bytes(max_len)

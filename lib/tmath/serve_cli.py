@@ -238,11 +238,13 @@ def render_text(r: dict[str, Any]) -> str:
     notes = [
         "约定：TP 组内每卡一份账；读 HBM 按峰值带宽、计算按稠密峰值算力，取大者，再加每层 2 次 all-reduce"
         "（不与计算重叠）：完美内核下的模型估计，不是实测。",
-        "TTFT 是整批提示一起预填充的一步，不含排队；TPOT 是 O−1 个解码步的平均（O 为输出长度；上下文从提示长度起，到提示长度 + O − 2）。",
+        ("TTFT 是整批提示一起预填充的一步，不含排队；TPOT 是 O−1 个解码步的平均"
+         "（O 为输出长度；上下文从提示长度起，到提示长度 + O − 2）。"),
         "KV 容量：每卡显存减权重（全部专家）与 5 GB 工作区；分页按块取整，连续预留按模型的上下文长度。",
     ]
     if r.get("speculative") is not None:
-        notes.append("投机解码：草稿模型与目标模型在同一组卡上，它的权重与每条序列的 KV cache 也计入显存。")
+        notes.append("投机解码：草稿模型与目标模型在同一组卡上，"
+                     "它的权重与每条序列的 KV cache 也计入显存。")
     if ds is not None:
         notes.append(f"最后一个解码步与 tmath ledger --seq-len {r['ledger_seq_len']} --batch {s['batch']} "
                      f"--tp {s['tp']} --dtype {s['weight_dtype']} --gpu {r['gpu']} 的“解码一步的估计”"
