@@ -38,7 +38,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--gpu", default="H100", help="硬件名（见 `python -m tmath hardware`），默认 H100")
     p.add_argument("--tp", type=int, default=1,
                    help=f"张量并行卡数（1 到 {int(LIMITS['tp'][1]):,}），默认 1")
-    p.add_argument("--prompt-len", type=int, default=1024, help="每条请求的提示 token 数 P，默认 1024")
+    p.add_argument("--prompt-len", type=int, default=1024, help="每条请求的提示 token 数，默认 1024")
     p.add_argument("--output-len", type=int, default=256, help="每条请求的输出 token 数 O，默认 256")
     p.add_argument("--batch", type=int, default=1, help="一起服务的请求数 B，默认 1")
     p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES,
