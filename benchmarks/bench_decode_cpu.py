@@ -53,7 +53,14 @@ def main() -> None:
     parser.add_argument("--batches", default="1,2,4,8,16,32,64")
     parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads")
     parser.add_argument("--out", default="book/serving")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw decode_cpu.png from the saved decode_cpu.json (no measuring)")
     args = parser.parse_args()
+    if args.plot_only:
+        out_dir = Path(args.out)
+        plot(json.loads((out_dir / "decode_cpu.json").read_text(encoding="utf-8")),
+             out_dir / "decode_cpu.png")
+        return
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
 
     import numpy as np
@@ -173,7 +180,7 @@ def plot(result: dict, path: Path) -> None:
     m = result["machine"]
     ax.set_title(f"GPT-2 形状（124M，fp32），{result['threads']} 个线程；{m['cpu']}", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="lower right")  # upper left hid the compute roof
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)

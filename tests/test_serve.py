@@ -276,6 +276,36 @@ def test_paged_against_contiguous_capacity():
     assert some.sequences == min(59, int(budget // (500 * 16 * 131072)))
 
 
+def test_the_drafts_weights_and_kv_come_off_the_capacity():
+    # Llama 3 70B + Llama 3 8B as its draft, TP=8 on H100, sequences of 1,024 + 256 tokens.
+    # Published parameter counts (Hugging Face): 70,553,706,496 and 8,030,261,248, bf16.
+    # KV per token and GPU: layers · 8 KV heads · 128 · (K and V) · 2 B / 8 GPUs.
+    w70, w8 = 70_553_706_496 * 2 / 8, 8_030_261_248 * 2 / 8
+    kv70, kv8 = 80 * 8 * 128 * 2 * 2 / 8, 32 * 8 * 128 * 2 * 2 / 8  # 40,960 and 16,384 B
+    budget = 80 * 2**30 - w70 - w8 - 5e9
+    want = int(budget // ((kv70 + kv8) * 1280))  # 1,280 = 80 blocks of 16: no rounding loss
+    assert want == 834
+    cfg, draft = tmath.preset("llama3-70b"), tmath.preset("llama3-8b")
+    r = serve.serve(cfg, "H100", tp=8, prompt_len=1024, output_len=256, batch=64, draft=draft,
+                    draft_len=4, acceptance=0.8)
+    assert r["max_concurrent_sequences"] == want
+    assert r["max_concurrent_sequences_contiguous"] == int(budget // ((kv70 + kv8) * 8192))
+    f = r["feasibility"]
+    assert f["draft_weight_bytes_per_gpu"] == pytest.approx(w8)
+    assert f["needed_bytes_per_gpu"] == pytest.approx(w70 + w8 + 64 * 1280 * (kv70 + kv8) + 5e9)
+    # 1,000 sequences fit without the draft (1,206) and not with it
+    big = serve.serve(cfg, "H100", tp=8, prompt_len=1024, output_len=256, batch=1000)
+    assert big["feasibility"]["feasible"] and big["max_concurrent_sequences"] == int(
+        (80 * 2**30 - w70 - 5e9) // (kv70 * 1280)) == 1206
+    big = serve.serve(cfg, "H100", tp=8, prompt_len=1024, output_len=256, batch=1000,
+                      draft=draft, draft_len=4, acceptance=0.8)
+    assert not big["feasibility"]["feasible"]
+    code, out, _ = run_main(["serve", "--preset", "llama3-70b", "--tp", "8", "--batch", "64",
+                             "--draft", "llama3-8b", "--draft-len", "4", "--acceptance", "0.8",
+                             "--prompt-len", "1024", "--output-len", "256"])
+    assert code == 0 and "草稿权重 2.0 GB" in out and "提示 1,024 / 输出 256" in out
+
+
 # --- the event simulation ------------------------------------------------------------------
 
 TRACE = [serve.Request(0, 0.0, 10, 3), serve.Request(1, 0.5, 20, 2)]

@@ -296,6 +296,18 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
              scope=_SERVE, assumptions=_INT),
     Notation("c_draft", r"c_{\text{draft}}", "草稿模型一步的时间与目标模型一步的时间之比", scope=_SERVE,
              assumptions=_POS),
+    Notation("O", "O", "一条请求输出的 token 数（解码 $O-1$ 步；TPOT 是这 $O-1$ 步的平均）",
+             scope=_SERVE),
+    Notation("B_star", r"B^{*}", "解码一步从受读取限制变成受算力限制所需的最小批", scope=_SERVE),
+    Notation("S_lim", r"S_{\lim}",
+             "上下文长度的界（token）：每条序列的上下文长于它时，解码无论批多大都受读取限制",
+             scope=_SERVE, assumptions=_POS),
+    Notation("w_bar", r"\overline{w}", "分页 KV cache 中每条序列最后一块平均空着的位置数", scope=_SERVE,
+             assumptions=_POS),
+    Notation("t_pre", r"t_{\text{pre}}", "单独一次预填充的时间（秒）", scope=_SERVE, assumptions=_POS),
+    Notation("t_dec", r"t_{\text{dec}}", "只有解码时平均一步的时间（秒）", scope=_SERVE, assumptions=_POS),
+    Notation("p_hour", r"p_{\text{hour}}", "每卡每小时的租价（美元）", scope=_SERVE, assumptions=_POS),
+    Notation("r_tok", r"r_{\text{tok}}", "一组卡每秒处理的 token 数", scope=_SERVE, assumptions=_POS),
 )
 
 _MATRIX_ENTRIES: tuple[Matrix, ...] = (

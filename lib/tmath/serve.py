@@ -377,12 +377,14 @@ class KVCapacity:
     kv_bytes_per_token_per_gpu: float
     bytes_per_sequence_per_gpu: float  # paged: its blocks; contiguous: the reservation
     tokens_reserved_per_sequence: int
+    draft_weight_bytes_per_gpu: float = 0.0  # included in weight_bytes_per_gpu
+    draft_kv_bytes_per_token_per_gpu: float = 0.0  # included in kv_bytes_per_token_per_gpu
 
 
 def kv_capacity(cfg: Any, gpu: Any = "H100", *, tp: int = 1, max_len: int,
                 block_size: int = 16, kv_dtype: str = "bf16", weight_dtype: str = "bf16",
                 mode: str = "paged", lengths: Sequence[int] | None = None,
-                workspace_bytes: float | None = None) -> KVCapacity:
+                workspace_bytes: float | None = None, draft: Any = None) -> KVCapacity:
     """Sequences whose KV caches fit beside the weights on every GPU of the TP group.
 
     Budget per GPU: HBM − weights/tp (all of them, every expert) − workspace
@@ -392,6 +394,11 @@ def kv_capacity(cfg: Any, gpu: Any = "H100", *, tp: int = 1, max_len: int,
     ``L = max_len`` unless ``lengths`` gives the sequences (then: how many of them, in order,
     fit).  Sliding-window layers keep at most their window (tmath.kvcache's convention),
     rounded up to whole blocks.
+
+    With a ``draft`` model (speculative decoding on the same GPUs, same ``tp`` and dtypes),
+    its weights come off the budget too, and every sequence keeps the draft's KV cache of the
+    same length beside the target's (both in ``weight_bytes_per_gpu`` and
+    ``kv_bytes_per_token_per_gpu``; the draft's own shares in the ``draft_*`` fields).
     """
     from tmath import count_params
     from tmath.kvcache import kv_cache_bytes_sequence
@@ -403,15 +410,22 @@ def kv_capacity(cfg: Any, gpu: Any = "H100", *, tp: int = 1, max_len: int,
         raise _err(f"mode 不能取 {mode!r}：请用 paged 或 contiguous", "mode")
     _check_tp(cfg, tp)
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else workspace_bytes
-    w = count_params(cfg).total * dtype_bytes(weight_dtype) / tp
+    models = [cfg] if draft is None else [cfg, draft]
+    if draft is not None:
+        _check_tp(draft, tp)
+    w_of = [count_params(m).total * dtype_bytes(weight_dtype) / tp for m in models]
+    w = sum(w_of)
     budget = hw.hbm_bytes - w - work
-    share = float(kv_share_per_gpu(cfg, tp))
+    shares = [float(kv_share_per_gpu(m, tp)) for m in models]
 
     def seq_bytes(L: int) -> float:
         tokens = L if mode == "contiguous" else -(-L // block_size) * block_size
-        return kv_cache_bytes_sequence(cfg, tokens, dtype=kv_dtype) * share
+        return sum(kv_cache_bytes_sequence(m, tokens, dtype=kv_dtype) * sh
+                   for m, sh in zip(models, shares, strict=True))
 
-    per_tok = kv_cache_bytes_sequence(cfg, 1, dtype=kv_dtype) * share
+    per_tok_of = [kv_cache_bytes_sequence(m, 1, dtype=kv_dtype) * sh
+                  for m, sh in zip(models, shares, strict=True)]
+    per_tok = sum(per_tok_of)
     if lengths is None or mode == "contiguous":
         one = seq_bytes(max_len)
         n = 0 if budget <= 0 else int(budget // one)
@@ -425,7 +439,8 @@ def kv_capacity(cfg: Any, gpu: Any = "H100", *, tp: int = 1, max_len: int,
                 break
             n += 1
     reserved = max_len if mode == "contiguous" else -(-max_len // block_size) * block_size
-    return KVCapacity(mode, n, hw.hbm_bytes, w, work, budget, per_tok, one, reserved)
+    return KVCapacity(mode, n, hw.hbm_bytes, w, work, budget, per_tok, one, reserved,
+                      sum(w_of[1:]), sum(per_tok_of[1:]))
 
 
 # --- speculative decoding ---------------------------------------------------------------
@@ -579,7 +594,8 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     ``block_size``, sequences of ``prompt_len + output_len`` tokens),
     ``max_concurrent_sequences_contiguous`` (each reserving the model's context),
     ``decode_last`` (the last decode step: ``tmath ledger --seq-len prompt_len+output_len−1``
-    prints the same), ``feasibility`` (weights + the batch's KV + workspace against HBM).
+    prints the same), ``feasibility`` (weights + the batch's KV + workspace against HBM;
+    with a draft, its weights and its KV too).
     With a ``draft`` model (a :class:`tmath.ModelConfig`), ``draft_len`` and ``acceptance``:
     ``speculative`` and ``tokens_per_target_step``, and ``tpot_s`` becomes the speculative
     one.  With ``gpu_hour_price``: ``cost_per_million_output_tokens`` (decode GPU-seconds over
@@ -651,12 +667,14 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
     # in one dtype there, so only when they agree).
     ledger_view = (_decode_with_comm(cfg, hw, tp=tp, batch=batch, seq_len=last_ctx + 1,
                                      dtype=weight_dtype) if weight_dtype == kv_dtype else None)
+    # The draft shares the GPUs: its weights and its KV cache (one per sequence, as long as
+    # the target's) take memory from the target's KV budget.
     cap = kv_capacity(cfg, hw, tp=tp, max_len=total_len, block_size=block_size,
                       kv_dtype=kv_dtype, weight_dtype=weight_dtype,
-                      workspace_bytes=workspace_bytes)
+                      workspace_bytes=workspace_bytes, draft=draft)
     cont = kv_capacity(cfg, hw, tp=tp, max_len=cfg.max_position, kv_dtype=kv_dtype,
                        weight_dtype=weight_dtype, mode="contiguous",
-                       workspace_bytes=workspace_bytes)
+                       workspace_bytes=workspace_bytes, draft=draft)
     kv_batch = batch * cap.bytes_per_sequence_per_gpu  # whole blocks, windows honoured
     work = WORKSPACE_BYTES_PER_GPU if workspace_bytes is None else workspace_bytes
     need = cap.weight_bytes_per_gpu + kv_batch + work
@@ -665,7 +683,8 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
         "feasible": bool(need <= hw.hbm_bytes),
         "gpu": hw.name,
         "hbm_bytes_per_gpu": hw.hbm_bytes,
-        "weight_bytes_per_gpu": cap.weight_bytes_per_gpu,
+        "weight_bytes_per_gpu": cap.weight_bytes_per_gpu - cap.draft_weight_bytes_per_gpu,
+        "draft_weight_bytes_per_gpu": cap.draft_weight_bytes_per_gpu,
         "kv_bytes_per_gpu": kv_batch,
         "workspace_bytes_per_gpu": work,
         "needed_bytes_per_gpu": need,
@@ -692,6 +711,7 @@ def serve(cfg: Any, gpu: Any = "H100", *, tp: int = 1, prompt_len: int, output_l
         "max_concurrent_sequences_contiguous": cont.sequences,
         "contiguous_reserve_len": cfg.max_position,
         "kv_bytes_per_token_per_gpu": cap.kv_bytes_per_token_per_gpu,
+        "draft_kv_bytes_per_token_per_gpu": cap.draft_kv_bytes_per_token_per_gpu,
         "kv_blocks_per_sequence": -(-total_len // block_size),
         "kv_budget_bytes_per_gpu": cap.kv_budget_bytes_per_gpu,
         "tp_layout": {"kv_replicas": layout.kv_replicas, "mla": bool(layout.mla)},

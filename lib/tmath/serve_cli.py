@@ -38,7 +38,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--gpu", default="H100", help="硬件名（见 `python -m tmath hardware`），默认 H100")
     p.add_argument("--tp", type=int, default=1,
                    help=f"张量并行卡数（1 到 {int(LIMITS['tp'][1]):,}），默认 1")
-    p.add_argument("--prompt-len", type=int, default=1024, help="每条请求的提示 token 数 P，默认 1024")
+    p.add_argument("--prompt-len", type=int, default=1024, help="每条请求的提示 token 数，默认 1024")
     p.add_argument("--output-len", type=int, default=256, help="每条请求的输出 token 数 O，默认 256")
     p.add_argument("--batch", type=int, default=1, help="一起服务的请求数 B，默认 1")
     p.add_argument("--weight-dtype", default="bf16", choices=WEIGHT_DTYPES,
@@ -157,7 +157,9 @@ def render_text(r: dict[str, Any]) -> str:
     from tmath.ledger import _decode_step_rows, _fmt_bytes, _table
 
     s, f = r["settings"], r["feasibility"]
-    parts = (f"权重 {_gb(f['weight_bytes_per_gpu'])} + KV cache {_gb(f['kv_bytes_per_gpu'])}"
+    draft_w = (f" + 草稿权重 {_gb(f['draft_weight_bytes_per_gpu'])}"
+               if f.get("draft_weight_bytes_per_gpu") else "")
+    parts = (f"权重 {_gb(f['weight_bytes_per_gpu'])}{draft_w} + KV cache {_gb(f['kv_bytes_per_gpu'])}"
              f" + 工作区 {_gb(f['workspace_bytes_per_gpu'])}")
     if f["feasible"]:
         spare = f["hbm_bytes_per_gpu"] - f["needed_bytes_per_gpu"]
@@ -172,7 +174,7 @@ def render_text(r: dict[str, Any]) -> str:
     pre, last = r["prefill"], r["decode_last"]
     rows: list[tuple[str, str]] = [
         (f"模型 {r['model']}，{s['tp']}×{r['gpu']}（TP={s['tp']}）", ""),
-        ("请求", f"P={s['prompt_len']:,} O={s['output_len']:,} B={s['batch']:,}"),
+        ("请求", f"提示 {s['prompt_len']:,} / 输出 {s['output_len']:,} token，批 {s['batch']:,}"),
         ("权重 / KV cache / 计算", f"{s['weight_dtype']} / {s['kv_dtype']} / {s['compute_dtype']}"),
         ("首 token 时间（TTFT：整批提示一起预填充）", ""),
         ("读 HBM（权重 + 写 KV）", _ms(pre["memory_seconds"])),
@@ -217,7 +219,10 @@ def render_text(r: dict[str, Any]) -> str:
         ("预填充的输入 token/s", f"{r['input_tokens_per_s']:,.1f}"),
         ("一条请求的总时间 TTFT + (O−1)·TPOT", f"{r['request_latency_s']:,.3f} s"),
         ("KV cache 与并发", ""),
-        ("每 token 每卡", _fmt_bytes(r["kv_bytes_per_token_per_gpu"])),
+        ("每 token 每卡" + ("（目标 + 草稿）" if r.get("draft_kv_bytes_per_token_per_gpu") else ""),
+         _fmt_bytes(r["kv_bytes_per_token_per_gpu"])
+         + (f"（草稿 {_fmt_bytes(r['draft_kv_bytes_per_token_per_gpu'])}）"
+            if r.get("draft_kv_bytes_per_token_per_gpu") else "")),
         (f"每条序列的块数（块大小 {s['block_size']}）", f"{r['kv_blocks_per_sequence']:,}"),
         (f"分页：每卡 {_gb(max(r['kv_budget_bytes_per_gpu'], 0))} 容纳的序列（每条 "
          f"{s['prompt_len'] + s['output_len']:,} token）", f"{r['max_concurrent_sequences']:,}"),
@@ -233,9 +238,13 @@ def render_text(r: dict[str, Any]) -> str:
     notes = [
         "约定：TP 组内每卡一份账；读 HBM 按峰值带宽、计算按稠密峰值算力，取大者，再加每层 2 次 all-reduce"
         "（不与计算重叠）：完美内核下的模型估计，不是实测。",
-        "TTFT 是整批提示一起预填充的一步，不含排队；TPOT 是 O−1 个解码步（上下文 P 到 P+O−2）的平均。",
+        ("TTFT 是整批提示一起预填充的一步，不含排队；TPOT 是 O−1 个解码步的平均"
+         "（O 为输出长度；上下文从提示长度起，到提示长度 + O − 2）。"),
         "KV 容量：每卡显存减权重（全部专家）与 5 GB 工作区；分页按块取整，连续预留按模型的上下文长度。",
     ]
+    if r.get("speculative") is not None:
+        notes.append("投机解码：草稿模型与目标模型在同一组卡上，"
+                     "它的权重与每条序列的 KV cache 也计入显存。")
     if ds is not None:
         notes.append(f"最后一个解码步与 tmath ledger --seq-len {r['ledger_seq_len']} --batch {s['batch']} "
                      f"--tp {s['tp']} --dtype {s['weight_dtype']} --gpu {r['gpu']} 的“解码一步的估计”"
