@@ -355,8 +355,11 @@ def _statement_missing(stmt: ast.stmt, table: ModuleTable, unavailable: dict[str
     return None
 
 
-#: Calls that need what the page lacks although their names import there: glue (myst-nb).
-_NEEDS = ((re.compile(r"\bglue\("), "myst-nb"), (re.compile(r"\.widget\("), "ipywidgets"))
+#: Calls that need what the page lacks although their names import there: glue (myst-nb),
+#: SymPy's lambdify into NumPy, a file beside the notebook (the page has no such file).
+_NEEDS = ((re.compile(r"\bglue\("), "myst-nb"), (re.compile(r"\.widget\("), "ipywidgets"),
+          (re.compile(r"\blambdify\(.*['\"]numpy['\"]", re.S), "NumPy"),
+          (re.compile(r"\b(open|read_text|read_bytes)\("), "读文件"))
 
 
 def classify(nb: dict, table: ModuleTable | None = None) -> list[Cell]:
