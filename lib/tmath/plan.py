@@ -82,6 +82,7 @@ CONVENTIONS_ZH: tuple[str, ...] = (
     "在其轴所走链路上按 NCCL 成本模型（v2.27.7-1）的时间（三种协议取最快的；链路带宽取 NCCL 的有效值，"
     "如 H100 的 NVLink 每方向 370.8 GB/s，不是线速 450 GB/s；"
     "跨机的组每台机器有 g 个组员时经 g 张网卡出机器；"
+    "TPU 的组在 pod 内按环面计价：组占 slice 里的一个盒子，各轴同时走，只有跑满 slice 整条边的轴有回绕链路；"
     "TPU 的组大过一个 pod 时，pod 内走 ICI、pod 之间走数据中心网络（DCN），两段先后进行；"
     "不与计算重叠）。这是模型的估计，不是上界也不是下界：计算按峰值算，真实的核函数到不了峰值"
     "（没有通信时 MFU 便是 100 %），通信按 NCCL 的环形模型算，真实的库另有更快的算法。",
@@ -1160,7 +1161,7 @@ _EPILOG = "约定：\n" + "\n".join(f"  {i}. {c}" for i, c in enumerate(CONVENTI
     "\n\n例：python -m tmath plan --preset llama3.1-405b --dp 128 --tp 8 --pp 16 --zero 1 "
     "--micro-batch 1 --global-batch 2048 --seq-len 8192 --pp-edge-layers 7\n"
     "    python -m tmath plan --preset deepseek-v3 --gpu H800 --dp 128 --pp 16 --ep 64 --zero 1 "
-    "--global-batch 15360 --seq-len 4096 --stage-layers 3,4*14,2 --recipe deepseek-v3-fp8 "
+    "--global-batch 15360 --seq-len 4096 --stage-layers '3,4*14,2' --recipe deepseek-v3-fp8 "
     "--recompute-norm-up --fp8-activations --ep-fp8-dispatch --node-limit 4 --schedule dualpipe "
     "--tokens 14.8e12")
 
