@@ -1077,6 +1077,6 @@ register("zhong2024distserve", "Zhong et al., DistServe: Disaggregating Prefill 
          "requests.'")
 register("patel2024splitwise", "Patel et al., Splitwise: Efficient Generative LLM Inference "
          "Using Phase Splitting (ISCA 2024)", "https://arxiv.org/abs/2311.18677",
-         "Abstract: 'we show that we can achieve 1.4x higher throughput at 20% lower cost than "
-         "current designs. Alternatively, we can achieve 2.35x more throughput with the same "
-         "cost and power budgets.'")
+         "Abstract (arXiv v2, as in ISCA 2024): 'Compared to current designs, Splitwise clusters "
+         "achieve up to 1.4x higher throughput at 20% lower cost. Alternatively, they can deliver "
+         "2.35x more throughput under the same power and cost budgets.'")
