@@ -184,6 +184,8 @@ COINCIDENCES: dict[tuple[str, str] | tuple[str, str, str], str] = {
     "one layer at GPT-2 medium's shape, not Llama 3 70B's W_down",
     ("ex-runs-3", "52.2%", "parallel/published-runs.ipynb"): "the paper's share of the A100 peak "
     "(163 of 312 TFLOP/s) for two other rows of its Table 1, not the ratio to the model",
+    ("ex-runs-3", "51.5%", "parallel/published-runs.ipynb"): "the model's MFU for DeepSeek-V3's report "
+    "layout, which plan prints in that section, not the Megatron row's ratio to the model",
     ("ex-runs-3", "0.52", "gpt3/multihead.ipynb"): "the source's dot product for 猫, "
     "not a ratio of throughputs",
     ("ex-runs-3", "0.52", "ledger/memory.ipynb"): "the Llama block's activations over the GPT constants', "
