@@ -198,6 +198,8 @@ _ENTRIES: tuple[Notation, ...] = tuple(dataclasses.replace(e, size=True) for e i
     Notation("W_link", r"W_{\text{link}}", "卡间链路带宽（字节/s），每个方向", assumptions=_POS),
     Notation("n_mb", r"n_{\text{mb}}", r"一个优化器步里每条流水线的微批次（micro-batch）数，"
              r"$n_{\text{mb}} = B_{\text{global}}/(n_{\text{DP}} B)$"),
+    Notation("n_VPP", r"n_{\text{VPP}}", "交错数：交错排法下每张卡的模型块个数（Megatron-LM 的 virtual "
+             "pipeline stages，Llama 3 论文的 V）"),
     Notation("B_global", r"B_{\text{global}}", "全局批大小：一个优化器步处理的序列条数"),
     Notation("M_arr", r"M_{\text{arr}}", "一次集合通信所作用的整个数组的字节数（all-reduce、all-to-all "
              "每卡的输入，all-gather 的输出，reduce-scatter 的输入）", assumptions=_POS),
