@@ -645,8 +645,6 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
     """The calculator as it opens (T empty, TP one the heads split into) computes every preset:
     算完, the command line's text; it fits a phone and a desktop; axe finds nothing serious in
     either theme, with a result and with an error shown (whose colour must hold 4.5:1)."""
-    from test_site_compute import cli
-
     page, report = tab.open(f"{server}/book/appendix/calculator.html")
     form = page.locator(".tmath-widget[data-kind='ledger']")
     presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
@@ -654,26 +652,7 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
     opening = page.evaluate("document.querySelector('#ledger-widget').tmath.argv(false)")
     assert opening == ["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype", "bf16",
                        "--tp", "8", "--gpu", "H100"]  # T empty as in the CLI, TP 8 splits 64 heads
-    results = page.evaluate(
-        """async names => {
-          const root = document.querySelector(".tmath-widget[data-kind='ledger']");
-          const select = root.querySelector("select[name='preset']");
-          const out = [];
-          for (const name of names) {
-            select.value = name;
-            select.dispatchEvent(new Event("change"));  // as a reader picks it
-            await root.tmath.run();
-            out.push({name, argv: root.tmath.argv(false),
-                      status: root.querySelector(".tmath-status").textContent,
-                      text: root.querySelector("pre.tmath-output").textContent});
-          }
-          return out;
-        }""", presets)
-    failed = [(r["name"], r["status"], r["text"][:200]) for r in results
-              if not r["status"].startswith("算完")]
-    assert not failed, failed
-    for r in results:  # the page shows what the command line prints, for the form's own argv
-        assert r["text"] == cli(r["argv"])["stdout"], r["argv"]
+    results = every_preset_as_picked(page, ".tmath-widget[data-kind='ledger']", presets)
     by_name = {r["name"]: r["argv"] for r in results}
     assert by_name["gpt2"][by_name["gpt2"].index("--tp") + 1] == "4"  # 12 heads: not 8
     assert "TP = 1、2、4" in form.locator("#ledger-widget-tp-hint").text_content()
@@ -695,26 +674,14 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
     assert not report["page_errors"] and not report["outside"]
 
 
-def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server, tab):
-    """Part VI's serve form (issue 37: the page is the command line): it opens on Llama 3 70B, 8
-    H100s, 16 requests; every preset computes from it (算完, the command line's text byte for
-    byte for the form's own argv). A TP that cannot hold a preset changes to the smallest that
-    can (the build tried them); a model that no TP of H100s holds in bf16 keeps its TP and the
-    result says 不可行 and why. It fits a phone and a desktop, axe-clean in both themes."""
+def every_preset_as_picked(page, selector: str, presets: list[str]) -> list[dict]:
+    """Pick each preset on the form ``selector`` as a reader does and compute: every one says
+    算完 and shows what the command line prints for the form's own argv. Returns the runs."""
     from test_site_compute import cli
 
-    page, report = tab.open(f"{server}/book/serving/prefill-decode.html")
-    assert not report["runtime"], "the runtime must wait for the reader"
-    form = page.locator("#serve-widget")
-    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
-    assert len(presets) >= 20
-    opening = page.evaluate("document.querySelector('#serve-widget').tmath.argv(false)")
-    assert opening == ["serve", "--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len",
-                       "512", "--output-len", "256", "--batch", "16", "--weight-dtype", "bf16",
-                       "--kv-dtype", "bf16"]
     results = page.evaluate(
-        """async names => {
-          const root = document.querySelector("#serve-widget");
+        """async ([selector, names]) => {
+          const root = document.querySelector(selector);
           const select = root.querySelector("select[name='preset']");
           const out = [];
           for (const name of names) {
@@ -726,12 +693,31 @@ def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server,
                       text: root.querySelector("pre.tmath-output").textContent});
           }
           return out;
-        }""", presets)
+        }""", [selector, presets])
     failed = [(r["name"], r["status"], r["text"][:200]) for r in results
               if not r["status"].startswith("算完")]
     assert not failed, failed
     for r in results:  # the page shows what the command line prints, for the form's own argv
         assert r["text"] == cli(r["argv"])["stdout"], r["argv"]
+    return results
+
+
+def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server, tab):
+    """Part VI's serve form (issue 37: the page is the command line): it opens on Llama 3 70B, 8
+    H100s, 16 requests; every preset computes from it (算完, the command line's text byte for
+    byte for the form's own argv). A TP that cannot hold a preset changes to the smallest that
+    can (the build tried them); a model that no TP of H100s holds in bf16 keeps its TP and the
+    result says 不可行 and why. It fits a phone and a desktop, axe-clean in both themes."""
+    page, report = tab.open(f"{server}/book/serving/prefill-decode.html")
+    assert not report["runtime"], "the runtime must wait for the reader"
+    form = page.locator("#serve-widget")
+    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
+    assert len(presets) >= 20
+    opening = page.evaluate("document.querySelector('#serve-widget').tmath.argv(false)")
+    assert opening == ["serve", "--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len",
+                       "512", "--output-len", "256", "--batch", "16", "--weight-dtype", "bf16",
+                       "--kv-dtype", "bf16"]
+    results = every_preset_as_picked(page, "#serve-widget", presets)
     by_name = {r["name"]: r for r in results}
     tp = {name: r["argv"][r["argv"].index("--tp") + 1] for name, r in by_name.items()}
     assert tp["gpt2-xl"] == "1"  # 25 heads: only TP 1 splits them
