@@ -108,8 +108,9 @@ class _VenvInstall:
     """The kit venv, its install started now in a process of its own and waited for later.
 
     The venv is made without pip (ensurepip would install and byte-compile a pip of its own,
-    seconds of the fixture): this process's pip installs into it (``pip --python``) and
-    checks it; nothing but the kit's pins and wheel is in it, not even pip."""
+    seconds of the fixture): the venv's uv installs into it as the Makefile installs the book's
+    (this process's pip where there is no uv: the same files, in 9 s of CPU instead of 3), and
+    this process's pip checks it; nothing but the kit's pins and wheel is in it, not even pip."""
 
     def __init__(self, kit: Path, tmp_path_factory):
         self.home, self.in_ram = _venv_home(tmp_path_factory)
@@ -118,9 +119,18 @@ class _VenvInstall:
         self.start = time.monotonic()
         self._lock, self._waited = threading.Lock(), False
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        files = ["-r", str(kit / "requirements.txt"), str(next(kit.glob("tmath-*.whl")))]
+        uv = Path(sys.executable).with_name("uv")  # the Makefile's installer: the same files, faster
+        if uv.exists():
+            import uv_sources
+
+            install = [str(uv), "pip", "install", "--quiet", "--no-deps", "--python", str(self.python),
+                       "--index-strategy", "unsafe-best-match", *uv_sources.uv_flags(uv_sources.pip_config(
+                           sys.executable)), *files]
+        else:
+            install = [*_pip(self.python), "install", "--quiet", "--no-deps", "--no-compile", *files]
         self.proc = subprocess.Popen(
-            [*_pip(self.python), "install", "--quiet", "--no-deps", "--no-compile",
-             "-r", str(kit / "requirements.txt"), str(next(kit.glob("tmath-*.whl")))],
+            install,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean_env(),
             start_new_session=True,
         )
