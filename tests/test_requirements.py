@@ -23,8 +23,9 @@ from conftest import ROOT
 
 FILES = ("requirements.txt", "requirements-crosscheck.txt")
 LAB = "requirements-lab.txt"
-#: Installed but pinned elsewhere: pip by the Makefile, tmath is the book's own lib/.
-NOT_IN_FILES = {"pip", "tmath"}
+#: Installed but pinned elsewhere: pip and uv (the installer) by the Makefile, tmath is the
+#: book's own lib/.
+NOT_IN_FILES = {"pip", "uv", "tmath"}
 
 
 def _name(raw: str) -> str:
@@ -37,6 +38,15 @@ def pins(text: str) -> dict[str, str]:
         if m := re.match(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)==(\S+)\s*(#.*)?$", line):
             out[_name(m[1])] = m[2]
     return out
+
+
+def test_the_installers_are_at_the_makefile_s_versions():
+    """pip and uv are pinned in the Makefile, which installs them before the files."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    want = {"pip": re.search(r'"pip==([^"]+)"', makefile)[1],
+            "uv": re.search(r"^UV_VERSION := (\S+)$", makefile, re.M)[1]}
+    installed = {_name(d.metadata["Name"]): d.version for d in md.distributions()}
+    assert {n: installed.get(n) for n in want} == want
 
 
 def test_pins_reads_names_and_versions():

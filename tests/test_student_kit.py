@@ -508,8 +508,8 @@ def test_kit_check_tells_right_from_wrong_on_every_key(kit, kit_python):
     cases = _answers_both_ways()
     script = ("import json, sys, tmath\n"
               "cases = json.load(sys.stdin)\n"
-              "print(json.dumps([[tmath.check(v, label).correct, repr(tmath.check(v, label))]"
-              " for label, v, _ in cases]))\n")
+              "said = [tmath.check(v, label) for label, v, _ in cases]\n"
+              "print(json.dumps([[s.correct, repr(s)] for s in said]))\n")
     proc = subprocess.run([str(kit_python), "-c", script], input=json.dumps(cases), capture_output=True,
                           text=True, env=_clean_env(), cwd=kit)
     assert proc.returncode == 0, proc.stderr[-3000:]
