@@ -136,8 +136,8 @@ GRADING_PIP := $(BIN)/python -m pip --python $(GRADING_ENV)/bin/python install -
 grading-env: student-kit sandbox
 	rm -rf $(GRADING_ENV)
 	$(PYTHON) -m venv --without-pip $(GRADING_ENV)
-	$(GRADING_PIP) --no-deps \
-	  -r _build/student-kit/transformer-math-kit/requirements.txt _build/student-kit/transformer-math-kit/tmath-*.whl
+	$(call install,$(GRADING_ENV)/bin/python,-r _build/student-kit/transformer-math-kit/requirements.txt \
+	  _build/student-kit/transformer-math-kit/tmath-*.whl)
 ifeq ($(TORCH),1)
 	grep -h '==' requirements.txt requirements-crosscheck.txt > $(GRADING_ENV)/torch-constraints.txt
 	$(GRADING_PIP) --no-deps --index-url $(TORCH_INDEX) "$$(grep '^torch==' requirements-crosscheck.txt)"
