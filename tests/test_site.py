@@ -644,7 +644,7 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
     form.locator("button.tmath-run").click()  # as a reader asks: the runtime loads now
     page.wait_for_function("() => document.querySelector('.tmath-widget .tmath-status')"
                            ".textContent.includes('用时')", timeout=120_000)
-    assert form.locator("pre.tmath-output").text_content() == cli(opening[:])["stdout"]
+    assert form.locator("pre.tmath-output").text_content() == cli(opening)["stdout"]
     assert report["runtime"] and not report["outside"] and not report["page_errors"]
     results = every_preset_as_picked(page, ".tmath-widget[data-kind='ledger']", presets)
     by_name = {r["name"]: r["argv"] for r in results}

@@ -109,7 +109,7 @@ class _VenvInstall:
 
     The venv is made without pip (ensurepip would install and byte-compile a pip of its own,
     seconds of the fixture): the venv's uv installs into it as the Makefile installs the book's
-    (this process's pip where there is no uv: the same files, in 9 s of CPU instead of 3), and
+    (this process's pip where there is no uv: the same files; pip took 9 s, uv takes 3), and
     this process's pip checks it; nothing but the kit's pins and wheel is in it, not even pip."""
 
     def __init__(self, kit: Path, tmp_path_factory):
