@@ -626,6 +626,18 @@ def test_the_home_page_is_accessible_in_both_themes(server, tab):
     assert not in_both_themes(page, axe_serious) and not report["page_errors"]
 
 
+def open_form(tab: Tab, url: str, selector: str):
+    """Open the page at ``url`` and read its form ``selector`` as it opens, before any click
+    (nothing of the runtime fetched yet): ``(page, report, form, its presets, its argv)``."""
+    page, report = tab.open(url)
+    assert not report["runtime"], "the runtime must wait for the reader"
+    form = page.locator(selector)
+    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
+    assert len(presets) >= 20
+    opening = page.evaluate("sel => document.querySelector(sel).tmath.argv(false)", selector)
+    return page, report, form, presets, opening
+
+
 def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server, tab):
     """The calculator as it opens (T empty, TP one the heads split into) computes with the run
     button, the runtime fetched only then, what the command line prints; and every preset:
@@ -633,12 +645,8 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
     either theme, with a result and with an error shown (whose colour must hold 4.5:1)."""
     from test_site_compute import cli
 
-    page, report = tab.open(f"{server}/book/appendix/calculator.html")
-    assert not report["runtime"], "the runtime must wait for the reader"
-    form = page.locator(".tmath-widget[data-kind='ledger']")
-    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
-    assert len(presets) >= 20
-    opening = page.evaluate("document.querySelector('#ledger-widget').tmath.argv(false)")
+    page, report, form, presets, opening = open_form(tab, f"{server}/book/appendix/calculator.html",
+                                                     "#ledger-widget")
     assert opening == ["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype", "bf16",
                        "--tp", "8", "--gpu", "H100"]  # T empty as in the CLI, TP 8 splits 64 heads
     form.locator("button.tmath-run").click()  # as a reader asks: the runtime loads now
@@ -702,12 +710,8 @@ def test_every_preset_computes_on_the_serve_form_as_it_opens(built_site, server,
     byte for the form's own argv). A TP that cannot hold a preset changes to the smallest that
     can (the build tried them); a model that no TP of H100s holds in bf16 keeps its TP and the
     result says 不可行 and why. It fits a phone and a desktop, axe-clean in both themes."""
-    page, report = tab.open(f"{server}/book/serving/prefill-decode.html")
-    assert not report["runtime"], "the runtime must wait for the reader"
-    form = page.locator("#serve-widget")
-    presets = form.locator("select[name='preset'] option").evaluate_all("os => os.map(o => o.value)")
-    assert len(presets) >= 20
-    opening = page.evaluate("document.querySelector('#serve-widget').tmath.argv(false)")
+    page, report, form, presets, opening = open_form(tab, f"{server}/book/serving/prefill-decode.html",
+                                                     "#serve-widget")
     assert opening == ["serve", "--preset", "llama3-70b", "--gpu", "H100", "--tp", "8", "--prompt-len",
                        "512", "--output-len", "256", "--batch", "16", "--weight-dtype", "bf16",
                        "--kv-dtype", "bf16"]
