@@ -649,7 +649,15 @@ def test_every_preset_computes_on_the_calculator_as_it_opens(built_site, server,
                                                      "#ledger-widget")
     assert opening == ["ledger", "--preset", "llama3-70b", "--batch", "1", "--dtype", "bf16",
                        "--tp", "8", "--gpu", "H100"]  # T empty as in the CLI, TP 8 splits 64 heads
-    form.locator("button.tmath-run").click()  # as a reader asks: the runtime loads now
+    # as a reader asks: types in a field (T, then empties it again: the same argv), then clicks
+    # 计算 at once; the click that leaves the field must still count (a hint that vanished on
+    # blur moved the button away under it). The runtime loads now.
+    form.locator("input[name='--seq-len']").click()
+    page.keyboard.type("8192")
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Backspace")
+    form.locator("button.tmath-run").click()
+    assert form.locator(".tmath-status").text_content(), "the click after typing was lost"
     page.wait_for_function("() => document.querySelector('.tmath-widget .tmath-status')"
                            ".textContent.includes('用时')", timeout=120_000)
     assert form.locator("pre.tmath-output").text_content() == cli(opening)["stdout"]

@@ -191,6 +191,10 @@
       input.setAttribute("aria-describedby", hint.id);
       const label = el("label", { class: f.type === "switch" ? "tmath-switch" : "", for: id },
         el("span", { text: f.label + " " }, el("code", { text: f.flag })));
+      // The hint shows once its field is focused, and stays: hidden again on blur, it moved the
+      // 计算 button up between the press and the release of the click that blurred the field,
+      // and that click was lost (type a value, click 计算: nothing happened).
+      input.addEventListener("focus", () => hint.classList.add("tmath-shown"));
       const box = el("div", { class: "tmath-field" }, label, input, hint);
       (f.basic ? grid : more).append(box);
     }
