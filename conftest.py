@@ -279,8 +279,7 @@ LONGEST_FIRST = (
     "book/appendix/crosscheck.ipynb",  # 30 s: builds the transformers models (cached for nbval)
     "tests/test_exercise_leaks.py",  # 28 s
     "book/flops/when-6pt-fails.ipynb",  # 25 s
-    "tests/test_site_compute.py",  # 25 s: Pyodide in Chromium
-    "tests/test_site_serve.py",  # 20 s: Pyodide in Chromium
+    "tests/test_site_compute.py",  # 35 s: Pyodide in Chromium (the ledger, plan and serve forms)
     "tests/test_lab_notebooks.py",  # 20 s: JupyterLab in Chromium
     "book/gpt3/multihead.ipynb",  # 13 s
     "tests/test_crosscheck.py",  # 7 s
