@@ -435,6 +435,38 @@ def test_the_bundle_holds_no_key(compute_site):
     assert not leaked, leaked
 
 
+def _outside_tests(name: str) -> bool:
+    return "/tests/" not in f"/{name}"
+
+
+def test_the_sympy_and_mpmath_wheels_are_served_as_bytecode(compute_site):
+    """Each wheel the site serves is its PyPI wheel (by hash, make) byte-compiled by Pyodide
+    (scripts/pyodide_pyc.mjs): every module outside the test suites as a ``.pyc`` of the kind
+    that checks no file time (flags 1, hash-based and unchecked), no ``.py`` left, every other
+    file as it was. That Pyodide imports them is the next test's."""
+    served = json.loads((compute_site / "_static" / "tmath" / "wheels.json").read_text())["wheels"]
+    assert sorted(n.split("-")[0] for n in served) == ["mpmath", "sympy"]
+    for name in served:
+        with zipfile.ZipFile(pyodide_site.WHEELS_DIR / name) as pypi, \
+                zipfile.ZipFile(compute_site / "_static" / "tmath" / name) as site_wheel:
+            before = {n: pypi.read(n) for n in pypi.namelist() if _outside_tests(n) and not n.endswith("/")}
+            after = {n: site_wheel.read(n) for n in site_wheel.namelist()}
+        modules = {n for n in before if n.endswith(".py")}
+        assert len(modules) > 50 and not [n for n in after if n.endswith(".py")], name
+        assert set(after) == {m + "c" for m in modules} | (set(before) - modules), name
+        assert all(after[n] == before[n] for n in set(before) - modules), name
+        headers = {after[m + "c"][4:8] for m in modules}
+        assert headers == {(1).to_bytes(4, "little")}, (name, headers)
+
+
+def test_sympy_imports_from_its_bytecode_in_the_page(page):
+    r = json.loads(page.evaluate("tmathCall('cell', {page: 'pyc', source: "
+                                 "'import mpmath, sympy\\nprint(sympy.__file__, mpmath.__file__)'})"))
+    assert r["error"] is None, r
+    files = r["outputs"][0]["text"].split()
+    assert [f.rsplit("/", 2)[-2:] for f in files] == [["sympy", "__init__.pyc"], ["mpmath", "__init__.pyc"]]
+
+
 # --- the cells a reader runs -----------------------------------------------------------------
 
 def saved_outputs(nb, index: int) -> list[tuple[str, str]]:

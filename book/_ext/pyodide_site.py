@@ -45,6 +45,9 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 PYODIDE_DIR = ROOT / "node_modules" / "pyodide"
 #: The wheels of requirements-pyodide.txt, downloaded by make (pip download --require-hashes).
 WHEELS_DIR = ROOT / ".venv" / "pyodide-wheels"
+#: The same wheels byte-compiled by Pyodide (scripts/pyodide_pyc.mjs, run by make): the site
+#: serves these, so that a reader's first ``import sympy`` loads bytecode instead of compiling.
+COMPILED_WHEELS_DIR = WHEELS_DIR / "pyc"
 WHEELS_REQUIREMENTS = ROOT / "requirements-pyodide.txt"
 
 # --- which cells can run in the page ------------------------------------------------------
@@ -491,13 +494,16 @@ def copy_runtime(outdir: Path, table: dict) -> dict[str, int]:
         if not match:
             raise RuntimeError(f"the wheel of {pkg}=={version} is missing under {WHEELS_DIR}: "
                                "run `make book`, which downloads it")
+        if not (COMPILED_WHEELS_DIR / match[0].name).is_file():
+            raise RuntimeError(f"the byte-compiled wheel of {pkg}=={version} is missing under "
+                               f"{COMPILED_WHEELS_DIR}: run `make book`, which compiles it")
         names.append(match[0].name)
     written = {}
     for f in PYODIDE_FILES:
         shutil.copyfile(PYODIDE_DIR / f, static / "pyodide" / f)
         written[f"pyodide/{f}"] = (static / "pyodide" / f).stat().st_size
     for name in names:
-        shutil.copyfile(WHEELS_DIR / name, static / "tmath" / name)
+        shutil.copyfile(COMPILED_WHEELS_DIR / name, static / "tmath" / name)
         written[f"tmath/{name}"] = (static / "tmath" / name).stat().st_size
     (static / "tmath" / "wheels.json").write_text(json.dumps({"wheels": names}), encoding="utf-8")
     for f in ("tmath.js", "tmath-worker.js", "tmath.css"):
