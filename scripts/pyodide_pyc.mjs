@@ -36,11 +36,12 @@ def compile_wheel(source: str, target: str) -> None:
         warnings.simplefilter("ignore")
         if not compileall.compile_dir(root, quiet=2, legacy=True,
                                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH):
-            raise SystemExit("a module did not compile")
+            raise RuntimeError(f"a module of {source} did not compile")
     files = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+    compiled = {rel for rel in files if rel.endswith(".pyc")}
     with zipfile.ZipFile(target, "w") as z:
         for rel in files:
-            if rel.endswith(".py") and rel + "c" in files:
+            if rel.endswith(".py") and rel + "c" in compiled:
                 continue  # its bytecode replaces it
             info = zipfile.ZipInfo(rel, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type, info.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
